@@ -1,0 +1,20 @@
+"""Agents under test: one protocol, adapters selected by a reference string."""
+
+from agent_eval.agents.base import Agent, AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
+from agent_eval.agents.callable import CallableAgent, to_agent_turn
+from agent_eval.agents.errors import AgentFailure, is_transient
+from agent_eval.agents.resolve import find_default_agent, resolve_agent
+
+__all__ = [
+    "Agent",
+    "AgentFailure",
+    "AgentSession",
+    "AgentTurn",
+    "CallableAgent",
+    "ToolCallRecord",
+    "TransientAgentError",
+    "find_default_agent",
+    "is_transient",
+    "resolve_agent",
+    "to_agent_turn",
+]

@@ -1,0 +1,74 @@
+"""The one agent protocol every adapter implements, and the small types agents return."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.schema import AgentRun, EvalCase
+
+__all__ = ["Agent", "AgentSession", "AgentTurn", "ToolCallRecord", "TransientAgentError"]
+
+
+class TransientAgentError(Exception):
+    """An error worth retrying (timeout, rate limit, 5xx, lost connection); anything else is final."""
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call an agent made, with the tool's response when known."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    response: Any = None
+
+
+class AgentTurn(BaseModel):
+    """What an agent did for one user message: its tool calls and its final text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    response: str = ""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    intermediate_responses: list[str] = Field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class AgentSession(BaseModel):
+    """A fresh session per eval case; `state` carries over between the turns of one case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    app_name: str = "agent_eval"
+    user_id: str = "eval_user"
+    session_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    state: dict[str, Any] = Field(default_factory=dict)
+    history: list[AgentTurn] = Field(default_factory=list)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Runs one eval case, all its turns in one fresh session, and reports what happened.
+
+    Implementations return an `AgentRun` whose `error` is set when the agent failed for a reason that is
+    not worth retrying, and raise `TransientAgentError` for one that is.
+    """
+
+    @property
+    def reference(self) -> str:
+        """The string that selects this agent (e.g. `"package.module:attr"`)."""
+        ...
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash that changes when the agent's code or version changes (part of the cache key)."""
+        ...
+
+    async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
+        """Run every turn of `case` in a fresh session and return the actual invocations."""
+        ...

@@ -1,0 +1,134 @@
+"""Turning an agent reference string into an `Agent`, and fingerprinting the agent's code.
+
+References:
+- `package.module:attr`: an attribute of an importable module (the current directory is importable);
+- `path/to/file.py:attr`: an attribute of a Python file;
+- `path/to/dir`: the folder's `agent.py` and its `root_agent`, as `adk eval AGENT_DIR` finds it.
+The attribute is an `Agent` (anything with `run_case`), or a plain callable wrapped in `CallableAgent`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agent_eval.agents.base import Agent
+from agent_eval.agents.callable import CallableAgent
+from agent_eval.errors import EvalInputError
+
+__all__ = ["DEFAULT_AGENT_ATTRIBUTE", "find_default_agent", "resolve_agent"]
+
+DEFAULT_AGENT_ATTRIBUTE = "root_agent"
+AGENT_FILE_NAME = "agent.py"
+
+
+def resolve_agent(reference: str) -> Agent:
+    """The agent a reference names (see the module docstring).
+
+    Raises:
+        EvalInputError: the module or file does not import, or has no such attribute, or it is not callable.
+    """
+    module, attribute = _load_module(reference)
+    target = getattr(module, attribute, None)
+    if target is None:
+        raise EvalInputError(f"{module.__name__!r} has no attribute {attribute!r}", field="agent")
+    fingerprint = _fingerprint(reference, module)
+    if hasattr(target, "run_case"):
+        return target  # type: ignore[no-any-return]
+    if not callable(target):
+        raise EvalInputError(f"{reference!r} is a {type(target).__name__}, not a callable or an Agent", field="agent")
+    return CallableAgent(target, reference=reference, fingerprint=fingerprint)
+
+
+def find_default_agent(paths: list[str]) -> str | None:
+    """`DIR/agent.py:root_agent` for the first eval path whose folder (or a parent, up to 3) has an agent.py."""
+    for item in paths:
+        folder = Path(item.split(":", 1)[0] if not Path(item).exists() else item).resolve()
+        folder = folder if folder.is_dir() else folder.parent
+        for candidate in [folder, *list(folder.parents)[:3]]:
+            if (candidate / AGENT_FILE_NAME).is_file():
+                return f"{Path(os.path.relpath(candidate / AGENT_FILE_NAME)).as_posix()}:{DEFAULT_AGENT_ATTRIBUTE}"
+    return None
+
+
+def _load_module(reference: str) -> tuple[ModuleType, str]:
+    path = Path(reference)
+    if path.is_dir():
+        return _load_file(path / AGENT_FILE_NAME, reference), DEFAULT_AGENT_ATTRIBUTE
+    target, sep, attribute = reference.rpartition(":")
+    if not sep or not target or not attribute:
+        raise EvalInputError(
+            f"agent reference {reference!r} must be 'package.module:attr', 'file.py:attr' or an agent folder",
+            field="agent",
+        )
+    if target.endswith(".py"):
+        return _load_file(Path(target), reference), attribute
+    return _import(target, reference), attribute
+
+
+def _import(module_name: str, reference: str) -> ModuleType:
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module_name)
+    except Exception as error:  # whatever the import raised, the user's reference is at fault
+        raise EvalInputError(f"cannot import {module_name!r} for agent {reference!r}: {error}", field="agent") from None
+
+
+def _load_file(file: Path, reference: str) -> ModuleType:
+    """Import a Python file as a module; inside a package it is imported by its dotted name."""
+    if not file.is_file():
+        raise EvalInputError(f"no agent file {str(file)!r}", field="agent")
+    dotted = _dotted_name(file.resolve())
+    if dotted is not None:
+        package_root, name = dotted
+        if str(package_root) not in sys.path:
+            sys.path.insert(0, str(package_root))
+        return _import(name, reference)
+    name = f"agent_eval_user_{hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise EvalInputError(f"cannot load {str(file)!r} as Python", field="agent")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise EvalInputError(f"importing {str(file)!r} failed: {error}", field="agent") from None
+    return module
+
+
+def _dotted_name(file: Path) -> tuple[Path, str] | None:
+    """(folder to put on sys.path, dotted module name) for a file inside packages, else None."""
+    parts = [file.stem]
+    folder = file.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return (folder, ".".join(parts)) if len(parts) > 1 else None
+
+
+def _fingerprint(reference: str, module: ModuleType) -> str:
+    """Hash of the reference, the package version and the source of the module's folder (its .py files).
+
+    The folder is hashed, not just the module, so a change to a sibling `tools.py` invalidates the cache.
+    """
+    digest = hashlib.sha256(reference.encode())
+    version: Any = getattr(module, "__version__", None) or getattr(module, "__agent_version__", None)
+    digest.update(str(version).encode())
+    source = getattr(module, "__file__", None)
+    if source:
+        folder = Path(source).parent
+        files = sorted(folder.glob("*.py")) if (folder / "__init__.py").is_file() else [Path(source)]
+        for file in files:
+            digest.update(file.name.encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,108 @@
+"""The `agent-eval` flow: load → invoke (one task per case run) → score (one task per criterion) →
+aggregate → persist → summary artifact."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.client.schemas.objects import State
+from prefect.context import FlowRunContext
+
+from agent_eval.agents import AgentFailure
+from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
+from agent_eval.report.aggregate import build_report
+from agent_eval.report.console import format_summary, summary_table_rows
+from agent_eval.report.models import MetricResult, RunReport
+from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.tasks import invoke_case, persist_report, score_metric
+
+__all__ = ["agent_eval_flow"]
+
+
+@flow(name="agent-eval", log_prints=False)
+async def agent_eval_flow(request: EvalRequest) -> RunReport:
+    """Evaluate an agent on eval sets and persist the report; returns the `RunReport`.
+
+    A case whose agent fails (after retries for transient errors) is recorded with failure=1 and its error;
+    the other cases are still scored and everything is persisted.
+    """
+    started_at = datetime.now(UTC)
+    plan = prepare(request)
+    runs = await _invoke_all(plan)
+    metric_results = await _score_all(plan, runs)
+    report = build_report(
+        run_id=uuid.uuid4().hex,
+        runs=[run for _, run in runs],
+        metric_results=metric_results,
+        config=plan.config,
+        eval_set_ids=[s.eval_set_id for s in plan.eval_sets],
+        agent_reference=plan.agent.reference,
+        agent_fingerprint=plan.agent.fingerprint,
+        num_runs=request.num_runs,
+        started_at=started_at,
+        completed_at=datetime.now(UTC),
+        flow_run_id=_flow_run_id(),
+    )
+    persist_report(report, request.db_url)
+    await _publish(report)
+    return report
+
+
+async def _invoke_all(plan: EvalPlan) -> list[tuple[EvalCase, AgentRun]]:
+    """Every case run, at most `max_concurrency` at once, in plan order."""
+    limit = asyncio.Semaphore(plan.request.max_concurrency)
+    invoke = invoke_case.with_options(refresh_cache=True) if plan.request.refresh_cache else invoke_case
+
+    async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
+        async with limit:
+            # An async task called with return_state=True gives a coroutine of its final state.
+            call = invoke(plan.agent, key.case, key.eval_set_id, key.run_index, return_state=True)
+            state = await cast(Awaitable[State[AgentRun]], call)
+        return key.case, await _run_from_state(state, key)
+
+    return list(await asyncio.gather(*(one(key) for key in plan.case_runs())))
+
+
+async def _run_from_state(state: State[AgentRun], key: CaseRunKey) -> AgentRun:
+    """The task's `AgentRun`, or a failed one carrying the error when the task failed."""
+    outcome = await state.aresult(raise_on_failure=False)
+    if isinstance(outcome, AgentRun):
+        return outcome
+    if isinstance(outcome, AgentFailure):
+        return outcome.run
+    error = f"{type(outcome).__name__}: {outcome}" if isinstance(outcome, BaseException) else str(outcome)
+    return AgentRun(eval_set_id=key.eval_set_id, eval_id=key.case.eval_id, run_index=key.run_index, error=error)
+
+
+async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> list[MetricResult]:
+    """One scoring task per criterion, all criteria at once."""
+    batches = await asyncio.gather(*(score_metric(spec, metric, runs) for metric, spec in plan.metrics))
+    return [result for batch in batches for result in batch]
+
+
+async def _publish(report: RunReport) -> None:
+    """The summary to the flow's log, a markdown artifact and a per-case table artifact."""
+    summary = format_summary(report)
+    get_run_logger().info("%s", summary)
+    key = "agent-eval-" + "-".join(report.eval_set_ids)[:40].lower().replace("_", "-").replace(".", "-")
+    await acreate_markdown_artifact(
+        markdown=f"```\n{summary}\n```", key=_artifact_key(key), description="agent-eval run summary"
+    )
+    rows: list[dict[str, Any]] = summary_table_rows(report)
+    await acreate_table_artifact(table=rows, key=_artifact_key(key + "-cases"), description="agent-eval cases")
+
+
+def _artifact_key(raw: str) -> str:
+    """Artifact keys allow lowercase letters, digits and dashes only."""
+    return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in raw.lower()).strip("-")[:60]
+
+
+def _flow_run_id() -> str | None:
+    context = FlowRunContext.get()
+    return str(context.flow_run.id) if context and context.flow_run else None

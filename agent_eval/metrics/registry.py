@@ -1,0 +1,197 @@
+"""One registry for every metric, built-in and custom alike, keyed by metric name.
+
+A metric is a callable with ADK's signature
+`(eval_metric, actual_invocations, expected_invocations, conversation_scenario) -> EvaluationResult`,
+sync or async. Built-ins register themselves with the `metric` decorator; custom metrics named in an
+`EvalConfig` (`custom_metrics.<name>.code_config.name = "pkg.module.function"`) are imported on demand.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from agent_eval.errors import EvalInputError
+from agent_eval.schema import (
+    ConversationScenario,
+    EvalConfig,
+    EvalMetric,
+    EvaluationResult,
+    Interval,
+    Invocation,
+    MetricInfo,
+    MetricValueInfo,
+)
+
+__all__ = ["REGISTRY", "MetricFunction", "MetricRegistry", "MetricSpec", "import_function", "metric"]
+
+MetricFunction: TypeAlias = Callable[
+    [EvalMetric, list[Invocation], list[Invocation] | None, ConversationScenario | None],
+    EvaluationResult | Awaitable[EvaluationResult],
+]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric: its function, what it needs and the range of its values.
+
+    Attributes:
+        name: the metric name used in `criteria`.
+        function: the metric callable (ADK signature).
+        info: name, description and value interval.
+        requires_expected: the metric compares against expected invocations (not for scenario cases).
+        informational: the metric reports a value but never passes or fails a case.
+        requires_threshold: a criterion for this metric must give a threshold.
+    """
+
+    name: str
+    function: MetricFunction
+    info: MetricInfo
+    requires_expected: bool = True
+    informational: bool = False
+    requires_threshold: bool = True
+
+    @property
+    def interval(self) -> Interval:
+        """The interval a valid score lies in (default [0, 1])."""
+        value_info = self.info.metric_value_info
+        return (value_info.interval if value_info.interval else None) or Interval(min_value=0.0, max_value=1.0)
+
+
+@dataclass
+class MetricRegistry:
+    """Metric specs by name; resolves the criteria of a config to specs before any work starts."""
+
+    _specs: dict[str, MetricSpec] = field(default_factory=dict)
+
+    def register(self, spec: MetricSpec) -> MetricSpec:
+        """Add a metric; a second metric of the same name is a programming error."""
+        if spec.name in self._specs:
+            raise ValueError(f"metric {spec.name!r} is already registered")
+        self._specs[spec.name] = spec
+        return spec
+
+    def names(self) -> list[str]:
+        """Every registered metric name, sorted."""
+        return sorted(self._specs)
+
+    def get(self, name: str) -> MetricSpec:
+        """The metric called `name`.
+
+        Raises:
+            EvalInputError: no such metric; the message lists the known ones.
+        """
+        try:
+            return self._specs[name]
+        except KeyError:
+            known = ", ".join(self.names())
+            raise EvalInputError(
+                f"unknown metric {name!r}; known metrics: {known} (or declare it in 'custom_metrics')",
+                field=f"criteria.{name}",
+            ) from None
+
+    def resolve(self, config: EvalConfig, *, config_file: str | None = None) -> list[tuple[EvalMetric, MetricSpec]]:
+        """The (eval metric, spec) pairs of a config's criteria, checked and imported up front.
+
+        Raises:
+            EvalInputError: an unknown metric, a custom function that does not import, or a threshold that
+                is missing, outside the metric's interval, or set on an informational metric.
+        """
+        customs = config.custom_metrics or {}
+        pairs = []
+        for eval_metric in config.eval_metrics():
+            name = eval_metric.metric_name
+            try:
+                spec = self._custom_spec(name, customs[name]) if name in customs else self.get(name)
+                _check_threshold(eval_metric, spec)
+            except EvalInputError as error:
+                raise EvalInputError(error.message, file=config_file, field=error.field) from None
+            pairs.append((eval_metric, spec))
+        return pairs
+
+    def _custom_spec(self, name: str, custom: Any) -> MetricSpec:
+        function = import_function(custom.code_config.name, field=f"custom_metrics.{name}.code_config.name")
+        info = custom.metric_info or MetricInfo(
+            metric_name=name,
+            description=custom.description or None,
+            metric_value_info=MetricValueInfo(interval=Interval(min_value=0.0, max_value=1.0)),
+        )
+        return MetricSpec(name=name, function=function, info=info, requires_expected=False)
+
+
+def _check_threshold(eval_metric: EvalMetric, spec: MetricSpec) -> None:
+    threshold = eval_metric.effective_threshold
+    field_name = f"criteria.{eval_metric.metric_name}.threshold"
+    if spec.informational:
+        if threshold is not None:
+            raise EvalInputError(
+                f"{spec.name} is informational and never gates: remove the threshold", field=field_name
+            )
+        return
+    if threshold is None:
+        if spec.requires_threshold:
+            raise EvalInputError("a threshold is required", field=field_name)
+        return
+    interval = spec.interval
+    if not interval.contains(threshold):
+        raise EvalInputError(
+            f"threshold {threshold!r} is outside the metric's range [{interval.min_value}, {interval.max_value}]",
+            field=field_name,
+        )
+
+
+def import_function(path: str, *, field: str) -> MetricFunction:
+    """Import `pkg.module.function` (or `pkg.module:function`) as ADK does.
+
+    Raises:
+        EvalInputError: the module does not import or has no such callable attribute.
+    """
+    module_name, sep, attribute = path.replace(":", ".").rpartition(".")
+    if not sep or not module_name:
+        raise EvalInputError(f"{path!r} is not of the form 'package.module.function'", field=field)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # any import-time failure is the user's to fix
+        raise EvalInputError(f"cannot import module {module_name!r}: {error}", field=field) from None
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        raise EvalInputError(f"module {module_name!r} has no function {attribute!r}", field=field)
+    return function  # type: ignore[no-any-return]
+
+
+REGISTRY = MetricRegistry()
+"""The default registry: every built-in metric, plus whatever users register."""
+
+
+def metric(
+    name: str,
+    *,
+    description: str,
+    interval: tuple[float, float] = (0.0, 1.0),
+    requires_expected: bool = True,
+    informational: bool = False,
+    registry: MetricRegistry = REGISTRY,
+) -> Callable[[MetricFunction], MetricFunction]:
+    """Register a metric function under `name` (decorator); returns the function unchanged."""
+
+    def register(function: MetricFunction) -> MetricFunction:
+        info = MetricInfo(
+            metric_name=name,
+            description=description,
+            metric_value_info=MetricValueInfo(interval=Interval(min_value=interval[0], max_value=interval[1])),
+        )
+        registry.register(
+            MetricSpec(
+                name=name,
+                function=function,
+                info=info,
+                requires_expected=requires_expected,
+                informational=informational,
+                requires_threshold=not informational,
+            )
+        )
+        return function
+
+    return register

@@ -1,0 +1,122 @@
+"""ADK's `response_match_score`: ROUGE-1 F-measure of the final response against the reference.
+
+Tokenization is ADK 2.x's Unicode-aware tokenizer: NFKC, lowercase, every CJK character its own token, Thai /
+Lao / Khmer / Myanmar split into grapheme clusters, any other non-word character a separator, and ASCII words
+Porter-stemmed (NLTK's stemmer, as `rouge-score` uses) when longer than 3 characters. Precision and recall are
+clipped unigram-count overlaps; the F-measure of empty against empty is 0, as in `rouge-score`. The text of a
+content is its text parts joined with a newline. Overall score = mean over invocations.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+from nltk.stem import porter
+
+from agent_eval.metrics.common import overall_result, require_expected, status_for
+from agent_eval.metrics.registry import metric
+from agent_eval.schema import (
+    ConversationScenario,
+    EvalMetric,
+    EvaluationResult,
+    Invocation,
+    PerInvocationResult,
+    content_text,
+)
+
+__all__ = ["response_match_score", "rouge1_fmeasure", "tokenize"]
+
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_STEMMER = porter.PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_STEMMER.stem(word)) if len(word) > 3 else word
+
+
+def _is_cjk(code: int) -> bool:
+    return 0x4E00 <= code <= 0x9FFF or 0x3040 <= code <= 0x30FF or 0xAC00 <= code <= 0xD7AF
+
+
+def _is_non_spaced(code: int) -> bool:
+    return 0x0E00 <= code <= 0x0EFF or 0x1780 <= code <= 0x17FF or 0x1000 <= code <= 0x109F
+
+
+def _split_unicode(text: str) -> list[str]:
+    """ADK's character classes: CJK alone, non-spaced scripts by grapheme cluster, word runs, separators."""
+    pieces: list[str] = []
+    for char in text:
+        code = ord(char)
+        is_mark = unicodedata.category(char).startswith("M")
+        if _is_cjk(code):
+            pieces.extend((" ", char, " "))
+        elif _is_non_spaced(code):
+            pieces.append(char if is_mark else " " + char)
+        elif char.isalnum() or is_mark:
+            pieces.append(char)
+        else:
+            pieces.append(" ")
+    return "".join(pieces).split()
+
+
+@lru_cache(maxsize=16384)
+def tokenize(text: str) -> tuple[str, ...]:
+    """The tokens ADK's `response_match_score` compares (see the module docstring)."""
+    if text.isascii():
+        return tuple(_stem(word) for word in _ASCII_WORD.findall(text.lower()))
+    words = _split_unicode(unicodedata.normalize("NFKC", text).lower())
+    tokens: list[str] = []
+    for word in words:
+        if word.isascii():
+            tokens.extend(_stem(w) for w in _ASCII_WORD.findall(word))
+        else:
+            tokens.append(word)
+    return tuple(tokens)
+
+
+def rouge1_fmeasure(reference: str, candidate: str) -> float:
+    """ROUGE-1 F-measure of `candidate` against `reference`, equal to `rouge-score`'s with ADK's tokenizer."""
+    target, prediction = tokenize(reference), tokenize(candidate)
+    if not target or not prediction:
+        return 0.0
+    overlap = sum((Counter(target) & Counter(prediction)).values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(prediction), overlap / len(target)
+    return 2 * precision * recall / (precision + recall)
+
+
+@metric(
+    "response_match_score",
+    description="ROUGE-1 F-measure of the final response against the reference (ADK, Unicode-aware).",
+)
+def response_match_score(
+    eval_metric: EvalMetric,
+    actual_invocations: list[Invocation],
+    expected_invocations: list[Invocation] | None,
+    conversation_scenario: ConversationScenario | None = None,
+) -> EvaluationResult:
+    """ADK's response match metric (see the module docstring)."""
+    expected_list = require_expected(actual_invocations, expected_invocations)
+    threshold = eval_metric.effective_threshold
+    results = []
+    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+        reference, response = content_text(expected.final_response), content_text(actual.final_response)
+        score = rouge1_fmeasure(reference, response)
+        status = status_for(score, threshold)
+        results.append(
+            PerInvocationResult(
+                actual_invocation=actual,
+                expected_invocation=expected,
+                score=score,
+                eval_status=status,
+                explanation=f"ROUGE-1 F {score:.3f}: expected {reference!r}, got {response!r}"
+                if threshold is not None and score < threshold
+                else None,
+            )
+        )
+    return overall_result(results, threshold)

@@ -1,0 +1,401 @@
+"""ADK-compatible evaluation models, the evaluation config, and agent-eval's own run records.
+
+Field names, defaults and enum values follow google-adk 2.x (`spec/adk.md`): every model accepts
+snake_case and camelCase keys and writes snake_case. Contents, function calls and function responses are
+`google.genai.types` objects, so files written by any ADK version (including the ones full of `null`s) load
+unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from typing import Any, TypeAlias
+
+from google.genai import types as genai_types
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, alias_generators, model_validator
+
+__all__ = [
+    "DEFAULT_CRITERIA",
+    "AgentRun",
+    "BaseCriterion",
+    "CodeConfig",
+    "ConversationScenario",
+    "CustomMetricConfig",
+    "EvalBaseModel",
+    "EvalCase",
+    "EvalConfig",
+    "EvalMetric",
+    "EvalSet",
+    "EvalStatus",
+    "EvaluationResult",
+    "IntermediateData",
+    "Interval",
+    "Invocation",
+    "InvocationEvent",
+    "InvocationEvents",
+    "MetricInfo",
+    "MetricValueInfo",
+    "PerInvocationResult",
+    "Rubric",
+    "RubricContent",
+    "RubricScore",
+    "SessionInput",
+    "TokenUsage",
+    "content_hash",
+    "content_text",
+    "tool_calls_of",
+]
+
+
+class EvalBaseModel(BaseModel):
+    """Base of every ADK-shaped model: camelCase or snake_case in, snake_case out."""
+
+    model_config = ConfigDict(
+        alias_generator=alias_generators.to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        arbitrary_types_allowed=True,
+        serialize_by_alias=False,
+    )
+
+
+# ----------------------------------------------------------------------------------------------- eval sets
+class RubricContent(EvalBaseModel):
+    """What a rubric asks the judge to check."""
+
+    text_property: str | None = None
+
+
+class Rubric(EvalBaseModel):
+    """A yes/no property that a judge checks on a response or a tool use."""
+
+    rubric_id: str
+    rubric_content: RubricContent
+    description: str | None = None
+    type: str | None = None
+
+
+class RubricScore(EvalBaseModel):
+    """A judge's verdict on one rubric."""
+
+    rubric_id: str
+    rationale: str | None = None
+    score: float | None = None
+
+
+class IntermediateData(EvalBaseModel):
+    """Reference-shaped intermediate data: tool calls, tool responses and intermediate texts."""
+
+    tool_uses: list[genai_types.FunctionCall] = Field(default_factory=list)
+    tool_responses: list[genai_types.FunctionResponse] = Field(default_factory=list)
+    intermediate_responses: list[tuple[str, list[genai_types.Part]]] = Field(default_factory=list)
+
+
+class InvocationEvent(EvalBaseModel):
+    """One event of an actual run, as ADK records it (unknown event fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    author: str
+    content: genai_types.Content | None = None
+    usage_metadata: genai_types.GenerateContentResponseUsageMetadata | None = None
+    model_version: str | None = None
+
+
+class InvocationEvents(EvalBaseModel):
+    """Event-shaped intermediate data: what ADK records for actual invocations."""
+
+    invocation_events: list[InvocationEvent] = Field(default_factory=list)
+
+
+class Invocation(EvalBaseModel):
+    """One turn: the user's content, what the agent did, and its final response."""
+
+    invocation_id: str = ""
+    user_content: genai_types.Content
+    final_response: genai_types.Content | None = None
+    intermediate_data: IntermediateData | InvocationEvents | None = None
+    creation_timestamp: float = 0.0
+    duration: float | None = None
+    model_duration: float | None = None
+    tool_duration: float | None = None
+    rubrics: list[Rubric] | None = None
+    app_details: dict[str, Any] | None = None
+
+
+class SessionInput(EvalBaseModel):
+    """The session an eval case starts from."""
+
+    model_config = ConfigDict(extra="allow")
+
+    app_name: str
+    user_id: str
+    session_id: str | None = None
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConversationScenario(EvalBaseModel):
+    """A goal for a simulated user instead of a fixed conversation."""
+
+    starting_prompt: str
+    conversation_plan: str
+    user_persona: str | dict[str, Any] | None = None
+
+
+class EvalCase(EvalBaseModel):
+    """One eval case: a fixed conversation or a conversation scenario, never both.
+
+    `tags` and `description` are ADK-Rust's additions; unknown keys are kept (ADK allows extras).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    eval_id: str
+    conversation: list[Invocation] | None = None
+    conversation_scenario: ConversationScenario | None = None
+    session_input: SessionInput | None = None
+    creation_timestamp: float = 0.0
+    rubrics: list[Rubric] | None = None
+    final_session_state: dict[str, Any] | None = Field(default_factory=dict)
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_conversation_kind(self) -> EvalCase:
+        if (self.conversation is None) == (self.conversation_scenario is None):
+            raise ValueError("exactly one of 'conversation' or 'conversation_scenario' must be given")
+        return self
+
+
+class EvalSet(EvalBaseModel):
+    """A named collection of eval cases (ADK `*.evalset.json`)."""
+
+    eval_set_id: str
+    name: str | None = None
+    description: str | None = None
+    eval_cases: list[EvalCase]
+    creation_timestamp: float = 0.0
+
+
+# ------------------------------------------------------------------------------------------------- metrics
+class EvalStatus(enum.IntEnum):
+    """Status of a metric or a case; written as ADK's integers."""
+
+    PASSED = 1
+    FAILED = 2
+    NOT_EVALUATED = 3
+    INFORMATIONAL = 4
+
+
+class BaseCriterion(BaseModel):
+    """A criterion: a threshold plus metric-specific options (kept as extra fields, snake or camel case)."""
+
+    model_config = ConfigDict(alias_generator=alias_generators.to_camel, populate_by_name=True, extra="allow")
+
+    threshold: float | None = None
+
+
+class EvalMetric(EvalBaseModel):
+    """A metric to compute, with its threshold and options."""
+
+    metric_name: str
+    threshold: float | None = None
+    criterion: BaseCriterion | None = None
+    custom_function_path: str | None = None
+
+    @property
+    def effective_threshold(self) -> float | None:
+        """The criterion's threshold, else the deprecated top-level one."""
+        if self.criterion is not None and self.criterion.threshold is not None:
+            return self.criterion.threshold
+        return self.threshold
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """A criterion option by its snake_case name (camelCase input is accepted too)."""
+        if self.criterion is None:
+            return default
+        extras = self.criterion.model_extra or {}
+        camel = alias_generators.to_camel(name)
+        return extras.get(name, extras.get(camel, default))
+
+
+class PerInvocationResult(EvalBaseModel):
+    """A metric's result on one invocation."""
+
+    actual_invocation: Invocation
+    expected_invocation: Invocation | None = None
+    score: float | None = None
+    eval_status: EvalStatus = EvalStatus.NOT_EVALUATED
+    rubric_scores: list[RubricScore] | None = None
+    explanation: str | None = None
+
+
+class EvaluationResult(EvalBaseModel):
+    """A metric's result on one case run: the overall score and the per-invocation scores."""
+
+    overall_score: float | None = None
+    overall_eval_status: EvalStatus = EvalStatus.NOT_EVALUATED
+    per_invocation_results: list[PerInvocationResult] = Field(default_factory=list)
+    overall_rubric_scores: list[RubricScore] | None = None
+    explanation: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Interval(EvalBaseModel):
+    """The range a metric's value lives in."""
+
+    min_value: float
+    max_value: float
+    open_at_min: bool = False
+    open_at_max: bool = False
+
+    def contains(self, value: float) -> bool:
+        """Whether `value` lies in the interval."""
+        above = value > self.min_value if self.open_at_min else value >= self.min_value
+        below = value < self.max_value if self.open_at_max else value <= self.max_value
+        return above and below
+
+
+class MetricValueInfo(EvalBaseModel):
+    """Information on a metric's values."""
+
+    interval: Interval | None = None
+
+
+class MetricInfo(EvalBaseModel):
+    """A metric's name, description and value range (default [0, 1])."""
+
+    metric_name: str
+    description: str | None = None
+    metric_value_info: MetricValueInfo = Field(
+        default_factory=lambda: MetricValueInfo(interval=Interval(min_value=0.0, max_value=1.0))
+    )
+
+
+# -------------------------------------------------------------------------------------------------- config
+class CodeConfig(EvalBaseModel):
+    """Where a custom metric's function lives: `pkg.module.function`."""
+
+    name: str
+    args: list[Any] | None = None
+
+
+class CustomMetricConfig(EvalBaseModel):
+    """A custom metric declared in the config's `custom_metrics`."""
+
+    code_config: CodeConfig
+    metric_info: MetricInfo | None = None
+    description: str = ""
+
+
+DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+"""What ADK uses when no config file is given."""
+
+
+class EvalConfig(EvalBaseModel):
+    """Which metrics to compute and how (ADK `test_config.json`).
+
+    A criterion is a bare threshold (`"response_match_score": 0.8`) or an object with `threshold` and options.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=alias_generators.to_camel)
+
+    criteria: dict[str, BaseCriterion] = Field(
+        default_factory=lambda: {k: BaseCriterion(threshold=v) for k, v in DEFAULT_CRITERIA.items()}
+    )
+    custom_metrics: dict[str, CustomMetricConfig] | None = None
+    user_simulator_config: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("user_simulator_config", "userSimulatorConfig")
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_thresholds(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("criteria"), dict):
+            data = dict(data)
+            data["criteria"] = {
+                name: {"threshold": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
+                for name, value in data["criteria"].items()
+            }
+        return data
+
+    def eval_metrics(self) -> list[EvalMetric]:
+        """One `EvalMetric` per criterion, with the custom function path where one is declared."""
+        customs = self.custom_metrics or {}
+        return [
+            EvalMetric(
+                metric_name=name,
+                threshold=criterion.threshold,
+                criterion=criterion,
+                custom_function_path=customs[name].code_config.name if name in customs else None,
+            )
+            for name, criterion in self.criteria.items()
+        ]
+
+    def fingerprint(self) -> str:
+        """A stable hash of the config's content."""
+        return content_hash(self)
+
+
+# ------------------------------------------------------------------------------------------------ run data
+class TokenUsage(EvalBaseModel):
+    """Tokens an agent reported for a case run (all optional: not every agent reports them)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class AgentRun(EvalBaseModel):
+    """What one run of an agent over one eval case produced: the actual invocations and how it went."""
+
+    eval_set_id: str
+    eval_id: str
+    run_index: int = 0
+    invocations: list[Invocation] = Field(default_factory=list)
+    latency_seconds: float = 0.0
+    error: str | None = None
+    attempts: int = 1
+    token_usage: TokenUsage | None = None
+    final_session_state: dict[str, Any] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the agent itself failed on this case run."""
+        return self.error is not None
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def content_text(content: genai_types.Content | None) -> str:
+    """The text of a content: its text parts joined with a newline, as ADK does."""
+    if content is None or not content.parts:
+        return ""
+    return "\n".join(part.text for part in content.parts if part.text)
+
+
+def tool_calls_of(invocation: Invocation) -> list[genai_types.FunctionCall]:
+    """Every tool call of an invocation, in order, for both intermediate-data shapes."""
+    data = invocation.intermediate_data
+    if data is None:
+        return []
+    if isinstance(data, IntermediateData):
+        return list(data.tool_uses)
+    return [
+        part.function_call
+        for event in data.invocation_events
+        if event.content is not None
+        for part in event.content.parts or []
+        if part.function_call is not None
+    ]
+
+
+def content_hash(value: BaseModel | Any) -> str:
+    """SHA-256 of a model's (or a JSON value's) canonical JSON: equal content, equal hash."""
+    data = value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+ToolCall: TypeAlias = genai_types.FunctionCall

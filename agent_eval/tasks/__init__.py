@@ -1,0 +1,73 @@
+"""Thin Prefect tasks over the plain functions: invoke one case run, score one criterion, persist a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import Task, task
+from prefect.client.schemas.objects import State, TaskRun
+from prefect.context import TaskRunContext
+from prefect.tasks import exponential_backoff
+
+from agent_eval.agents import Agent, AgentFailure, is_transient
+from agent_eval.metrics import MetricSpec, score_criterion
+from agent_eval.report.models import MetricResult, RunReport
+from agent_eval.schema import AgentRun, EvalCase, EvalMetric, content_hash
+from agent_eval.store import get_engine, save_report
+
+__all__ = ["CACHE_VERSION", "invocation_cache_key", "invoke_case", "persist_report", "score_metric"]
+
+CACHE_VERSION = "1"
+"""Bumped when `AgentRun` changes shape, so old cached invocations are not read back."""
+
+INVOKE_RETRIES = 3
+
+
+def invocation_cache_key(_context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    """Agent fingerprint + eval set + case content hash + run index: the same agent code on the same case
+    and run index is served from the cache, across flow runs."""
+    agent: Agent = parameters["agent"]
+    case: EvalCase = parameters["case"]
+    return (
+        f"agent-eval-invoke-v{CACHE_VERSION}-{agent.fingerprint}-{content_hash(parameters['eval_set_id'])[:12]}"
+        f"-{content_hash(case)[:24]}-{parameters['run_index']}"
+    )
+
+
+def _retry_if_transient(_task: Task[..., Any], _task_run: TaskRun, state: State[Any]) -> bool:
+    """Retry timeouts, rate limits, 5xx and lost connections; never the agent's own failures."""
+    error = state.result(raise_on_failure=False)
+    return isinstance(error, BaseException) and not isinstance(error, AgentFailure) and is_transient(error)
+
+
+@task(
+    name="invoke-case",
+    task_run_name="invoke {case.eval_id} #{run_index}",
+    retries=INVOKE_RETRIES,
+    retry_delay_seconds=exponential_backoff(backoff_factor=0.5),
+    retry_jitter_factor=0.5,
+    retry_condition_fn=_retry_if_transient,
+    cache_key_fn=invocation_cache_key,
+    persist_result=True,
+)
+async def invoke_case(agent: Agent, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
+    """Run the agent on one case (all turns, fresh session); returns the actual invocations.
+
+    Raises `AgentFailure` (not retried, not cached) when the agent fails for good, and the transient error
+    itself when it is worth retrying.
+    """
+    return await agent.run_case(case, eval_set_id, run_index)
+
+
+@task(name="score-criterion", task_run_name="score {eval_metric.metric_name}")
+async def score_metric(
+    spec: MetricSpec, eval_metric: EvalMetric, runs: list[tuple[EvalCase, AgentRun]]
+) -> list[MetricResult]:
+    """One criterion over every case run; returns one `MetricResult` per case run (errors recorded)."""
+    return await score_criterion(spec, eval_metric, runs)
+
+
+@task(name="persist-run")
+def persist_report(report: RunReport, db_url: str | None) -> str:
+    """Write the run, its case results and metric results in one transaction; returns the run id."""
+    return save_report(report, get_engine(db_url))
