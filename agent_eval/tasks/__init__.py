@@ -36,7 +36,8 @@ def invocation_cache_key(_context: TaskRunContext, parameters: dict[str, Any]) -
 
 def _retry_if_transient(_task: Task[..., Any], _task_run: TaskRun, state: State[Any]) -> bool:
     """Retry timeouts, rate limits, 5xx and lost connections; never the agent's own failures."""
-    error = state.result(raise_on_failure=False)
+    # The engine calls this synchronously even for async tasks, where `result` would return a coroutine.
+    error = state.result(raise_on_failure=False, _sync=True)  # type: ignore[call-overload]
     return isinstance(error, BaseException) and not isinstance(error, AgentFailure) and is_transient(error)
 
 

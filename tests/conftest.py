@@ -1,0 +1,54 @@
+"""Shared fixtures: isolated Prefect and store homes, the shared data folder, the demo's paths."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Isolate Prefect before anything imports it: a temporary home, result storage (the invocation cache) and
+# no telemetry, so no test reads results cached by another test session.
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="agent-eval-tests-"))
+os.environ["PREFECT_HOME"] = str(_SESSION_HOME / "prefect")
+os.environ["PREFECT_LOCAL_STORAGE_PATH"] = str(_SESSION_HOME / "prefect" / "storage")
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "WARNING"
+os.environ["AGENT_EVAL_HOME"] = str(_SESSION_HOME / "agent_eval")
+os.environ.pop("AGENT_EVAL_DB_URL", None)
+os.environ.pop("PREFECT_API_URL", None)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("AGENT_EVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+DEMO_DIR = REPO_ROOT / "examples" / "home_automation"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """`../shared/data`: the real ADK and Vertex AI files the loaders must take unchanged."""
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"shared data folder not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_dir() -> Path:
+    """The bundled home-automation demo (agent, eval set, config)."""
+    return DEMO_DIR
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[None]:
+    """One temporary Prefect server for the whole test session (starting one costs ~10 s)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A fresh SQLite store file for one test."""
+    return f"sqlite:///{tmp_path / 'store.db'}"

@@ -1,0 +1,41 @@
+"""Agents for the flow tests: they count their calls so tests can assert what was (not) invoked."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agent_eval.agents import AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
+
+CALLS: Counter[str] = Counter()
+"""Calls per user message, across the test session; tests use unique messages."""
+
+
+def echo_agent(message: str, session: AgentSession) -> AgentTurn:
+    """Calls `lookup(query=message)` and answers `answer: <message>`."""
+    CALLS[message] += 1
+    return AgentTurn(
+        response=f"answer: {message}",
+        tool_calls=[ToolCallRecord(name="lookup", args={"query": message}, response={"ok": True})],
+    )
+
+
+def raising_agent(message: str, session: AgentSession) -> AgentTurn:
+    """Like `echo_agent`, but raises a (non-transient) ValueError on messages containing 'boom'."""
+    if "boom" in message:
+        CALLS[message] += 1
+        raise ValueError(f"cannot handle {message!r}")
+    return echo_agent(message, session)
+
+
+def flaky_agent(message: str, session: AgentSession) -> AgentTurn:
+    """Fails twice with a transient error for each message, then answers like `echo_agent`."""
+    CALLS["flaky:" + message] += 1
+    if CALLS["flaky:" + message] <= 2:
+        raise TransientAgentError("503 from upstream model")
+    return echo_agent(message, session)
+
+
+def always_transient_agent(message: str, session: AgentSession) -> AgentTurn:
+    """Never succeeds: every call is a transient failure."""
+    CALLS["transient:" + message] += 1
+    raise TransientAgentError("429 rate limited")
