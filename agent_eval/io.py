@@ -215,9 +215,13 @@ def _initial_session_beside(path: Path) -> dict[str, Any] | None:
 
 
 def _split_case_selection(item: str) -> tuple[str, list[str] | None]:
-    """`FILE:case1,case2` → (FILE, [case1, case2]); a plain path (even a Windows one) → (path, None)."""
+    """`FILE:case1,case2` → (FILE, [case1, case2]) when FILE exists; any other string → (it, None).
+
+    Case ids may contain `/` (ADK names legacy cases after their file path), so the split is on the last `:`
+    whose left side is an existing path.
+    """
     head, sep, tail = item.rpartition(":")
-    if not sep or not head or "/" in tail or "\\" in tail or Path(item).exists():
+    if not sep or not head or Path(item).exists() or not Path(head).exists():
         return item, None
     return head, [case.strip() for case in tail.split(",") if case.strip()]
 

@@ -58,6 +58,7 @@ class EvalBaseModel(BaseModel):
         extra="forbid",
         arbitrary_types_allowed=True,
         serialize_by_alias=False,
+        loc_by_alias=False,  # errors name fields as files spell them on disk: snake_case
     )
 
 

@@ -47,13 +47,16 @@ class MatchType(enum.Enum):
 
     @classmethod
     def parse(cls, value: object) -> MatchType:
-        """Case-insensitive, as ADK accepts it; also ADK's enum integers 0, 1, 2."""
+        """Case-insensitive, `-` or space for `_`, as ADK accepts it; also ADK's enum integers 0, 1, 2."""
         if isinstance(value, MatchType):
             return value
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(cls):
             return list(cls)[value]
-        if isinstance(value, str) and value.upper() in cls.__members__:
-            return cls[value.upper()]
+        if isinstance(value, str):
+            # ADK also accepts "in-order", " IN_ORDER ", "in order".
+            name = "_".join(value.strip().replace("-", " ").upper().split())
+            if name in cls.__members__:
+                return cls[name]
         choices = ", ".join(cls.__members__)
         raise EvalInputError(
             f"unknown match_type {value!r}; choose one of {choices}",

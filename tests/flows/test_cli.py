@@ -45,7 +45,10 @@ def test_console_script_on_bad_input_prints_no_traceback(tmp_path: Path) -> None
 
     done = subprocess.run(
         [sys.executable, "-m", "agent_eval.cli", "run", str(broken), "--agent", "x:y"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
     assert done.returncode == 2
@@ -62,7 +65,12 @@ def test_console_script_runs_the_demo_on_a_temporary_server(tmp_path: Path) -> N
 
     done = subprocess.run(
         [sys.executable, "-m", "agent_eval.cli", "run", "examples/home_automation"],
-        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT, env=env, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+        env=env,
+        check=False,
     )
 
     assert done.returncode == 1, done.stderr[-2000:]

@@ -85,7 +85,12 @@ def test_num_runs_invokes_each_case_once_per_run_index(tmp_path: Path, sqlite_ur
 
     assert report.summary.total == 6
     assert sorted((c.eval_id, c.run_index) for c in report.cases) == [
-        ("alpha", 0), ("alpha", 1), ("alpha", 2), ("beta", 0), ("beta", 1), ("beta", 2)
+        ("alpha", 0),
+        ("alpha", 1),
+        ("alpha", 2),
+        ("beta", 0),
+        ("beta", 1),
+        ("beta", 2),
     ]
     assert [agents_for_tests.CALLS[m] for m in messages.values()] == [3, 3]
 

@@ -27,21 +27,42 @@ def _invocation(text: str) -> Invocation:
 
 def _report(run_id: str = "run-1") -> RunReport:
     runs = [
-        AgentRun(eval_set_id="set", eval_id="ok", invocations=[_invocation("a")], latency_seconds=0.25,
-                 token_usage=TokenUsage(input_tokens=3, output_tokens=4, total_tokens=7)),
+        AgentRun(
+            eval_set_id="set",
+            eval_id="ok",
+            invocations=[_invocation("a")],
+            latency_seconds=0.25,
+            token_usage=TokenUsage(input_tokens=3, output_tokens=4, total_tokens=7),
+        ),
         AgentRun(eval_set_id="set", eval_id="bad", error="ValueError: nope", latency_seconds=0.5),
     ]
     metrics = [
-        MetricResult(metric_name="m", eval_set_id="set", eval_id="ok", score=0.75, status=EvalStatus.PASSED,
-                     threshold=0.5, per_invocation=[InvocationScore(score=0.75, status=EvalStatus.PASSED)],
-                     details={"alignment": [[0, 0]]}),
-        MetricResult(metric_name="m", eval_set_id="set", eval_id="bad", threshold=0.5,
-                     explanation="not scored: the agent failed"),
+        MetricResult(
+            metric_name="m",
+            eval_set_id="set",
+            eval_id="ok",
+            score=0.75,
+            status=EvalStatus.PASSED,
+            threshold=0.5,
+            per_invocation=[InvocationScore(score=0.75, status=EvalStatus.PASSED)],
+            details={"alignment": [[0, 0]]},
+        ),
+        MetricResult(
+            metric_name="m", eval_set_id="set", eval_id="bad", threshold=0.5, explanation="not scored: the agent failed"
+        ),
     ]
     now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
     return build_report(
-        run_id=run_id, runs=runs, metric_results=metrics, config=EvalConfig(), eval_set_ids=["set"],
-        agent_reference="pkg.mod:agent", agent_fingerprint="abc123", num_runs=1, started_at=now, completed_at=now,
+        run_id=run_id,
+        runs=runs,
+        metric_results=metrics,
+        config=EvalConfig(),
+        eval_set_ids=["set"],
+        agent_reference="pkg.mod:agent",
+        agent_fingerprint="abc123",
+        num_runs=1,
+        started_at=now,
+        completed_at=now,
     )
 
 
@@ -64,7 +85,8 @@ def test_save_report_writes_every_row_and_value(store_url: str) -> None:
         assert metrics[0].per_invocation == [{"score": 0.75, "status": 1, "explanation": None}]
     cases = load_case_records("run-1", engine)
     assert [(c.eval_id, c.status, c.failure, c.error) for c in cases] == [
-        ("ok", 1, 0, None), ("bad", 2, 1, "ValueError: nope")
+        ("ok", 1, 0, None),
+        ("bad", 2, 1, "ValueError: nope"),
     ]
     invocation = cases[0].actual_invocations[0]
     assert invocation["final_response"]["parts"][0]["text"] == "echo a — ünïcödé ✓"
