@@ -7,12 +7,13 @@ written: eval files, the config, metric names and thresholds, custom metric impo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_eval.agents import Agent, find_default_agent, resolve_agent
-from agent_eval.errors import EvalInputError
-from agent_eval.io import find_config_file, load_eval_config, load_eval_sets
+from agent_eval.agents import REPLAY_REFERENCE, Agent, find_default_agent, resolve_agent
+from agent_eval.errors import EvalInputError, from_validation_error
+from agent_eval.io import InputFormat, find_config_file, load_eval_config, load_eval_sets
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.schema import EvalCase, EvalConfig, EvalMetric, EvalSet
 
@@ -27,14 +28,17 @@ class EvalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     paths: list[str] = Field(description="Eval files or folders; `FILE:case1,case2` selects cases.", min_length=1)
+    format: InputFormat = Field(
+        default="auto", description="Input format: auto (detect from content), adk (EvalSet / legacy), vertex."
+    )
     agent: str | None = Field(
         default=None,
-        description="Agent reference: 'package.module:attr', 'file.py:attr' or an agent folder. "
-        "Default: the agent.py beside the eval files.",
+        description="Agent reference: 'package.module:attr', 'file.py:attr', an agent folder, or 'replay'. "
+        "Default: 'replay' when every case holds its predictions, else the agent.py beside the eval files.",
     )
-    config: str | None = Field(
+    config: str | dict[str, Any] | None = Field(
         default=None,
-        description="Path of an ADK test_config.json. Default: test_config.json beside the files.",
+        description="An ADK test_config.json path, or the config itself. Default: test_config.json beside the files.",
     )
     num_runs: int = Field(default=1, ge=1, le=100, description="How many times each case is run.")
     max_concurrency: int = Field(
@@ -80,23 +84,50 @@ def prepare(request: EvalRequest) -> EvalPlan:
     Raises:
         EvalInputError: anything wrong with the input, in one line naming the file, case and field.
     """
-    eval_sets = load_eval_sets(request.paths)
-    config_file = request.config or _default_config(request.paths)
-    config = load_eval_config(config_file)
+    eval_sets = load_eval_sets(request.paths, format=request.format)
+    config, config_file = _config(request)
     metrics = REGISTRY.resolve(config, config_file=config_file)
-    agent_reference = request.agent or find_default_agent(request.paths)
-    if agent_reference is None:
-        raise EvalInputError("no agent given and no agent.py beside the eval files; pass --agent", field="agent")
     return EvalPlan(
         request=request,
         eval_sets=eval_sets,
         config=config,
         config_file=config_file,
         metrics=metrics,
-        agent=resolve_agent(agent_reference),
+        agent=resolve_agent(_agent_reference(request, eval_sets)),
     )
 
 
-def _default_config(paths: list[str]) -> str | None:
-    found = find_config_file(paths)
-    return str(found) if found is not None else None
+def _config(request: EvalRequest) -> tuple[EvalConfig, str | None]:
+    """The config and the file it came from (`None` for an inline config or ADK's defaults)."""
+    if isinstance(request.config, dict):
+        try:
+            return EvalConfig.model_validate(request.config), None
+        except ValidationError as error:
+            raise from_validation_error(error, file="<config>", data=request.config) from None
+    found = request.config or find_config_file(request.paths)
+    file = str(found) if found is not None else None
+    return load_eval_config(file), file
+
+
+def _agent_reference(request: EvalRequest, eval_sets: list[EvalSet]) -> str:
+    """The given agent; else `replay` when every case holds its predictions; else the agent.py beside the files.
+
+    Raises:
+        EvalInputError: no agent can be found and some case has nothing to replay.
+    """
+    if request.agent:
+        return request.agent
+    unreplayable = [
+        (s.eval_set_id, c.eval_id) for s in eval_sets for c in s.eval_cases if c.actual_conversation is None
+    ]
+    if not unreplayable:
+        return REPLAY_REFERENCE
+    found = find_default_agent(request.paths)
+    if found is None:
+        eval_set_id, eval_id = unreplayable[0]
+        raise EvalInputError(
+            f"no agent given, no agent.py beside the eval files, and {len(unreplayable)} case(s) have no "
+            f"response or predicted_trajectory to score (first: {eval_set_id}/{eval_id}); pass --agent",
+            field="agent",
+        )
+    return found

@@ -162,6 +162,11 @@ class EvalCase(EvalBaseModel):
     final_session_state: dict[str, Any] | None = Field(default_factory=dict)
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
+    actual_conversation: list[Invocation] | None = Field(
+        default=None,
+        description="agent-eval extension: the agent's invocations, already made (a dataset with predictions). "
+        "Such a case is scored as it is; no agent is called.",
+    )
 
     @model_validator(mode="after")
     def _one_conversation_kind(self) -> EvalCase:

@@ -194,7 +194,8 @@ def eval_set(*cases: dict[str, Any]) -> str:
 BROKEN: list[tuple[str, str | bytes, list[str]]] = [
     ("invalid-json", '{"eval_set_id": "x",\n  "eval_cases": [}', ["invalid JSON at line 2 column 18"]),
     ("empty", "  \n", ["the file is empty"]),
-    ("binary", b'{"eval_set_id": "\xff\xfe\x00"}', ["not UTF-8 text"]),
+    ("binary", b'{"eval_set_id": "\xff\xfe\x00"}', ["binary file, expected JSON, JSONL or CSV text"]),
+    ("latin-1", b'{"eval_set_id": "caf\xe9"}', ["not UTF-8 text (byte 20)"]),
     ("top-level-number", "42", ["expected a JSON object or list, got int"]),
     (
         "both-kinds",
@@ -279,7 +280,7 @@ def test_missing_paths(tmp_path: Path) -> None:
     (tmp_path / "readme.json").write_text("{}")
     with pytest.raises(EvalInputError) as caught:
         load_eval_sets(tmp_path)
-    assert str(caught.value) == f"{tmp_path}: no eval files (*.evalset.json, *.test.json) found"
+    assert str(caught.value) == f"{tmp_path}: no eval files (*.evalset.json, *.test.json, *.jsonl, *.csv) found"
 
 
 @pytest.mark.parametrize(

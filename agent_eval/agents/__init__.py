@@ -3,14 +3,17 @@
 from agent_eval.agents.base import Agent, AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
 from agent_eval.agents.callable import CallableAgent, to_agent_turn
 from agent_eval.agents.errors import AgentFailure, is_transient
+from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.agents.resolve import find_default_agent, resolve_agent
 
 __all__ = [
+    "REPLAY_REFERENCE",
     "Agent",
     "AgentFailure",
     "AgentSession",
     "AgentTurn",
     "CallableAgent",
+    "ReplayAgent",
     "ToolCallRecord",
     "TransientAgentError",
     "find_default_agent",

@@ -3,7 +3,8 @@
 References:
 - `package.module:attr`: an attribute of an importable module (the current directory is importable);
 - `path/to/file.py:attr`: an attribute of a Python file;
-- `path/to/dir`: the folder's `agent.py` and its `root_agent`, as `adk eval AGENT_DIR` finds it.
+- `path/to/dir`: the folder's `agent.py` and its `root_agent`, as `adk eval AGENT_DIR` finds it;
+- `replay`: no agent, the cases' recorded invocations are scored as they are.
 The attribute is an `Agent` (anything with `run_case`), or a plain callable wrapped in `CallableAgent`.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from agent_eval.agents.base import Agent
 from agent_eval.agents.callable import CallableAgent
+from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.errors import EvalInputError
 
 __all__ = ["DEFAULT_AGENT_ATTRIBUTE", "find_default_agent", "resolve_agent"]
@@ -34,6 +36,8 @@ def resolve_agent(reference: str) -> Agent:
     Raises:
         EvalInputError: the module or file does not import, or has no such attribute, or it is not callable.
     """
+    if reference == REPLAY_REFERENCE:
+        return ReplayAgent()
     module, attribute = _load_module(reference)
     target = getattr(module, attribute, None)
     if target is None:

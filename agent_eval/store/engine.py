@@ -11,20 +11,19 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel, create_engine
 
+from agent_eval.settings import home_dir
 from agent_eval.store import models  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 __all__ = ["DB_URL_ENV", "default_db_url", "get_engine", "normalize_url"]
 
 DB_URL_ENV = "AGENT_EVAL_DB_URL"
-HOME_ENV = "AGENT_EVAL_HOME"
 
 
 def default_db_url() -> str:
     """`$AGENT_EVAL_DB_URL`, else a SQLite file `agent_eval.db` in `$AGENT_EVAL_HOME` (default `~/.agent_eval`)."""
     if os.environ.get(DB_URL_ENV):
         return os.environ[DB_URL_ENV]
-    home = Path(os.environ.get(HOME_ENV) or Path.home() / ".agent_eval")
-    return f"sqlite:///{home / 'agent_eval.db'}"
+    return f"sqlite:///{home_dir() / 'agent_eval.db'}"
 
 
 def normalize_url(url: str) -> str:

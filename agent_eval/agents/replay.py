@@ -1,0 +1,39 @@
+"""The replay adapter: cases that already hold the agent's invocations (`actual_conversation`) are scored as
+they are, with no agent call ("bring your own dataset")."""
+
+from __future__ import annotations
+
+from agent_eval.agents.errors import AgentFailure
+from agent_eval.schema import AgentRun, EvalCase
+
+__all__ = ["REPLAY_REFERENCE", "ReplayAgent"]
+
+REPLAY_REFERENCE = "replay"
+
+
+class ReplayAgent:
+    """Returns each case's recorded `actual_conversation`; a case without one is a recorded failure."""
+
+    @property
+    def reference(self) -> str:
+        """Always `replay`."""
+        return REPLAY_REFERENCE
+
+    @property
+    def fingerprint(self) -> str:
+        """Constant: the output depends only on the case, which is part of the cache key."""
+        return "replay-v1"
+
+    async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
+        """The case's recorded invocations, at no cost.
+
+        Raises:
+            AgentFailure: the case has no recorded invocations.
+        """
+        run = AgentRun(eval_set_id=eval_set_id, eval_id=case.eval_id, run_index=run_index)
+        if case.actual_conversation is None:
+            run.error = "no recorded response or predicted_trajectory to replay, and no agent given"
+            raise AgentFailure(run)
+        run.invocations = list(case.actual_conversation)
+        run.latency_seconds = sum(inv.duration or 0.0 for inv in case.actual_conversation)
+        return run
