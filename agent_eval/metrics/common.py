@@ -2,13 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from google.genai import types as genai_types
+from pydantic import BaseModel, ConfigDict, ValidationError, alias_generators
 
-from agent_eval.schema import EvalStatus, EvaluationResult, Invocation, PerInvocationResult
+from agent_eval.errors import EvalInputError
+from agent_eval.schema import EvalMetric, EvalStatus, EvaluationResult, Invocation, PerInvocationResult
 
-__all__ = ["MetricNotApplicable", "format_call", "overall_result", "require_expected", "status_for"]
+__all__ = [
+    "CriterionOptions",
+    "MetricNotApplicable",
+    "criterion_options",
+    "format_call",
+    "overall_result",
+    "require_expected",
+    "status_for",
+]
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+class CriterionOptions(BaseModel):
+    """Base of a metric's options model: snake or camel keys, unknown options rejected.
+
+    `include_intermediate_responses_in_final` is accepted on every criterion, as ADK's `BaseCriterion` has it.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=alias_generators.to_camel, populate_by_name=True, loc_by_alias=False
+    )
+
+    include_intermediate_responses_in_final: bool = False
+
+
+def criterion_options(eval_metric: EvalMetric, model: type[OptionsT]) -> OptionsT:
+    """The criterion's options (everything but `threshold`) parsed with the metric's options model.
+
+    Raises:
+        EvalInputError: an unknown option or a bad value, naming `criteria.<metric>.<option>`.
+    """
+    given = eval_metric.criterion.model_extra if eval_metric.criterion is not None else None
+    try:
+        return model.model_validate(given or {})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        field_name = f"criteria.{eval_metric.metric_name}" + (f".{where}" if where else "")
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown option; known options: {', '.join(model.model_fields)}"
+        raise EvalInputError(message, field=field_name) from None
 
 
 class MetricNotApplicable(Exception):

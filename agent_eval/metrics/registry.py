@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
+
+from pydantic import BaseModel
 
 from agent_eval.errors import EvalInputError
+from agent_eval.metrics.common import criterion_options
 from agent_eval.schema import (
     ConversationScenario,
     EvalConfig,
@@ -32,6 +35,8 @@ MetricFunction: TypeAlias = Callable[
     EvaluationResult | Awaitable[EvaluationResult],
 ]
 
+OptionsCheck: TypeAlias = type[BaseModel] | Callable[[EvalMetric], object]
+
 
 @dataclass(frozen=True)
 class MetricSpec:
@@ -44,6 +49,9 @@ class MetricSpec:
         requires_expected: the metric compares against expected invocations (not for scenario cases).
         informational: the metric reports a value but never passes or fails a case.
         requires_threshold: a criterion for this metric must give a threshold.
+        options: the pydantic model of the criterion's options (besides `threshold`), or a function that
+            parses them from the `EvalMetric` and raises `EvalInputError` on bad ones; either is run before any
+            work starts. `None` accepts any options.
     """
 
     name: str
@@ -52,6 +60,7 @@ class MetricSpec:
     requires_expected: bool = True
     informational: bool = False
     requires_threshold: bool = True
+    options: OptionsCheck | None = None
 
     @property
     def interval(self) -> Interval:
@@ -106,6 +115,7 @@ class MetricRegistry:
             try:
                 spec = self._custom_spec(name, customs[name]) if name in customs else self.get(name)
                 _check_threshold(eval_metric, spec)
+                _check_options(eval_metric, spec)
             except EvalInputError as error:
                 raise EvalInputError(error.message, file=config_file, field=error.field) from None
             pairs.append((eval_metric, spec))
@@ -142,6 +152,15 @@ def _check_threshold(eval_metric: EvalMetric, spec: MetricSpec) -> None:
         )
 
 
+def _check_options(eval_metric: EvalMetric, spec: MetricSpec) -> None:
+    """Validate the criterion's options with the metric's options model or parser."""
+    options = spec.options
+    if isinstance(options, type) and issubclass(options, BaseModel):
+        criterion_options(eval_metric, options)
+    elif options is not None:
+        cast(Callable[[EvalMetric], object], options)(eval_metric)
+
+
 def import_function(path: str, *, field: str) -> MetricFunction:
     """Import `pkg.module.function` (or `pkg.module:function`) as ADK does.
 
@@ -172,6 +191,7 @@ def metric(
     interval: tuple[float, float] = (0.0, 1.0),
     requires_expected: bool = True,
     informational: bool = False,
+    options: OptionsCheck | None = None,
     registry: MetricRegistry = REGISTRY,
 ) -> Callable[[MetricFunction], MetricFunction]:
     """Register a metric function under `name` (decorator); returns the function unchanged."""
@@ -190,6 +210,7 @@ def metric(
                 requires_expected=requires_expected,
                 informational=informational,
                 requires_threshold=not informational,
+                options=options,
             )
         )
         return function

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from agent_eval.metrics.common import MetricNotApplicable
+from agent_eval.metrics.custom import call_metric
 from agent_eval.metrics.registry import MetricSpec
 from agent_eval.report.models import InvocationScore, MetricResult
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult
@@ -38,7 +40,9 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
     if run.failed:
         return record.model_copy(update={"explanation": f"not scored: the agent failed ({run.error})"})
     try:
-        outcome = spec.function(eval_metric, run.invocations, case.conversation, case.conversation_scenario)
+        outcome = call_metric(
+            spec.function, eval_metric, run.invocations, case.conversation, case.conversation_scenario
+        )
         if inspect.isawaitable(outcome):
             outcome = await outcome
         result = _as_evaluation_result(outcome)
@@ -50,15 +54,34 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
 
 
 def _as_evaluation_result(outcome: object) -> EvaluationResult:
-    """Accept our `EvaluationResult` or any model of the same shape (e.g. ADK's own)."""
+    """Accept our `EvaluationResult` or any model of the same shape (e.g. ADK's own, with its enum statuses).
+
+    ADK's breakdown fields go to `details`: `overall_token_usage_details` / `overall_duration_details` as
+    `token_usage_details` / `duration_details`, the per-invocation ones as `per_invocation_<name>` lists.
+    """
     if isinstance(outcome, EvaluationResult):
         return outcome
     if isinstance(outcome, BaseModel):
+        data = outcome.model_dump(mode="json", exclude_none=True)
+        data["details"] = {**data.get("details", {}), **_adk_details(data)}
         try:
-            return EvaluationResult.model_validate(outcome.model_dump(mode="json", exclude_none=True))
+            return EvaluationResult.model_validate(data)
         except ValidationError as error:
             raise TypeError(f"the metric returned an unusable {type(outcome).__name__}: {error}") from None
     raise TypeError(f"the metric must return an EvaluationResult, got {type(outcome).__name__}")
+
+
+def _adk_details(data: dict[str, Any]) -> dict[str, Any]:
+    """Pop ADK's breakdown fields (which our models do not have) out of a dumped result, as details."""
+    details: dict[str, Any] = {}
+    per_invocation = data.get("per_invocation_results", [])
+    for name in ("token_usage_details", "duration_details"):
+        if (overall := data.pop(f"overall_{name}", None)) is not None:
+            details[name] = overall
+        values = [result.pop(name, None) for result in per_invocation]
+        if any(value is not None for value in values):
+            details[f"per_invocation_{name}"] = values
+    return details
 
 
 def _fill(record: MetricResult, spec: MetricSpec, result: EvaluationResult) -> MetricResult:

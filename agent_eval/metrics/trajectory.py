@@ -14,9 +14,12 @@ import enum
 from collections.abc import Callable, Sequence
 
 from google.genai import types as genai_types
+from pydantic import field_validator
 
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.common import (
+    CriterionOptions,
+    criterion_options,
     format_call,
     overall_result,
     require_expected,
@@ -32,7 +35,7 @@ from agent_eval.schema import (
     tool_calls_of,
 )
 
-__all__ = ["MatchType", "tool_trajectory_avg_score", "trajectory_matches"]
+__all__ = ["MatchType", "ToolTrajectoryOptions", "tool_trajectory_avg_score", "trajectory_matches"]
 
 Call = genai_types.FunctionCall
 CallsEqual = Callable[[Call, Call], bool]
@@ -58,10 +61,19 @@ class MatchType(enum.Enum):
             if name in cls.__members__:
                 return cls[name]
         choices = ", ".join(cls.__members__)
-        raise EvalInputError(
-            f"unknown match_type {value!r}; choose one of {choices}",
-            field="criteria.tool_trajectory_avg_score.match_type",
-        )
+        raise EvalInputError(f"unknown match_type {value!r}; choose one of {choices}")
+
+
+class ToolTrajectoryOptions(CriterionOptions):
+    """Options of `tool_trajectory_avg_score` (ADK's ToolTrajectoryCriterion)."""
+
+    match_type: MatchType = MatchType.EXACT
+    ignore_args: bool = False
+
+    @field_validator("match_type", mode="before")
+    @classmethod
+    def _parse_match_type(cls, value: object) -> MatchType:
+        return MatchType.parse(value)
 
 
 def _calls_equal(ignore_args: bool) -> CallsEqual:
@@ -113,6 +125,7 @@ def _explain(actual: Sequence[Call], expected: Sequence[Call], match_type: Match
 
 @metric(
     "tool_trajectory_avg_score",
+    options=ToolTrajectoryOptions,
     description="Share of invocations whose tool calls match the expected ones (ADK; EXACT / IN_ORDER / "
     "ANY_ORDER, ignore_args).",
 )
@@ -124,8 +137,8 @@ def tool_trajectory_avg_score(
 ) -> EvaluationResult:
     """ADK's tool trajectory metric (see the module docstring for the exact rules)."""
     expected_list = require_expected(actual_invocations, expected_invocations)
-    match_type = MatchType.parse(eval_metric.option("match_type", "EXACT"))
-    ignore_args = bool(eval_metric.option("ignore_args", False))
+    options = criterion_options(eval_metric, ToolTrajectoryOptions)
+    match_type, ignore_args = options.match_type, options.ignore_args
     threshold = eval_metric.effective_threshold
     results = []
     for actual, expected in zip(actual_invocations, expected_list, strict=True):
