@@ -2,6 +2,7 @@
 
 from agent_eval.agents.base import Agent, AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
 from agent_eval.agents.callable import CallableAgent, to_agent_turn
+from agent_eval.agents.conversation import TurnAgent, UserSimulator, fresh_session, turn_invocation
 from agent_eval.agents.errors import AgentFailure, is_transient
 from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.agents.resolve import find_default_agent, resolve_agent
@@ -16,8 +17,12 @@ __all__ = [
     "ReplayAgent",
     "ToolCallRecord",
     "TransientAgentError",
+    "TurnAgent",
+    "UserSimulator",
     "find_default_agent",
+    "fresh_session",
     "is_transient",
     "resolve_agent",
     "to_agent_turn",
+    "turn_invocation",
 ]

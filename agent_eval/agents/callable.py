@@ -15,29 +15,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-import time
 from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-from google.genai import types as genai_types
 from pydantic import ValidationError
 
 from agent_eval.agents.base import AgentSession, AgentTurn, ToolCallRecord
-from agent_eval.agents.errors import AgentFailure, is_transient
-from agent_eval.schema import (
-    AgentRun,
-    EvalCase,
-    IntermediateData,
-    Invocation,
-    TokenUsage,
-    content_text,
-)
+from agent_eval.agents.conversation import TurnAgent
 
 __all__ = ["CallableAgent", "to_agent_turn"]
 
 
-class CallableAgent:
+class CallableAgent(TurnAgent):
     """Runs an eval case by calling a Python function once per user turn."""
 
     def __init__(self, function: Callable[..., Any], reference: str, fingerprint: str) -> None:
@@ -52,46 +42,12 @@ class CallableAgent:
         return self._reference
 
     @property
-    def fingerprint(self) -> str:
+    def code_fingerprint(self) -> str:
         """Hash of the reference and the agent's source code."""
         return self._fingerprint
 
-    async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
-        """Replay every user turn of `case` in one fresh session.
-
-        Raises:
-            AgentFailure: the agent failed for good; carries the invocations made before the failure.
-            Exception: a transient error (see `is_transient`), for the caller to retry.
-        """
-        run = AgentRun(eval_set_id=eval_set_id, eval_id=case.eval_id, run_index=run_index)
-        if case.conversation is None:
-            raise AgentFailure(
-                run.model_copy(
-                    update={
-                        "error": "conversation_scenario cases need a user simulator, which this agent adapter lacks"
-                    }
-                )
-            )
-        session = _fresh_session(case)
-        started = time.perf_counter()
-        for turn_index, expected in enumerate(case.conversation):
-            turn_started = time.perf_counter()
-            try:
-                turn = await self._call(content_text(expected.user_content), session)
-            except Exception as error:
-                if is_transient(error):
-                    raise
-                run.error = f"turn {turn_index + 1}: {type(error).__name__}: {error}"
-                run.latency_seconds = time.perf_counter() - started
-                raise AgentFailure(run) from error
-            session.history.append(turn)
-            run.invocations.append(_invocation(expected, turn, time.perf_counter() - turn_started, turn_index))
-        run.latency_seconds = time.perf_counter() - started
-        run.token_usage = _token_usage(session.history)
-        run.final_session_state = session.state
-        return run
-
-    async def _call(self, message: str, session: AgentSession) -> AgentTurn:
+    async def answer(self, message: str, session: AgentSession) -> AgentTurn:
+        """Call the function with the message (and the session when it takes two arguments)."""
         args: tuple[Any, ...] = (message, session) if self._takes_session else (message,)
         if inspect.iscoroutinefunction(self._function):
             output = await self._function(*args)
@@ -138,50 +94,3 @@ def _accepts_two_arguments(function: Callable[..., Any]) -> bool:
         return False
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
-
-
-def _fresh_session(case: EvalCase) -> AgentSession:
-    given = case.session_input
-    if given is None:
-        return AgentSession()
-    session = AgentSession(app_name=given.app_name, user_id=given.user_id, state=dict(given.state))
-    if given.session_id:
-        session.session_id = given.session_id
-    return session
-
-
-def _invocation(expected: Invocation, turn: AgentTurn, seconds: float, index: int) -> Invocation:
-    calls = [
-        genai_types.FunctionCall(id=call.id or f"call_{index}_{i}", name=call.name, args=call.args)
-        for i, call in enumerate(turn.tool_calls)
-    ]
-    responses = [
-        genai_types.FunctionResponse(id=call.id, name=call.name, response=_response_dict(record.response))
-        for call, record in zip(calls, turn.tool_calls, strict=True)
-    ]
-    return Invocation(
-        invocation_id=expected.invocation_id or f"turn-{index + 1}",
-        user_content=expected.user_content,
-        final_response=genai_types.Content(role="model", parts=[genai_types.Part(text=turn.response)]),
-        intermediate_data=IntermediateData(
-            tool_uses=calls,
-            tool_responses=responses,
-            intermediate_responses=[("agent", [genai_types.Part(text=t)]) for t in turn.intermediate_responses],
-        ),
-        creation_timestamp=time.time(),
-        duration=seconds,
-    )
-
-
-def _response_dict(response: object) -> dict[str, Any]:
-    """Function responses are dicts in genai; anything else is wrapped as `{"result": value}`."""
-    return response if isinstance(response, dict) else {"result": response}
-
-
-def _token_usage(turns: list[AgentTurn]) -> TokenUsage | None:
-    inputs = [t.input_tokens for t in turns if t.input_tokens is not None]
-    outputs = [t.output_tokens for t in turns if t.output_tokens is not None]
-    if not inputs and not outputs:
-        return None
-    total_in, total_out = sum(inputs), sum(outputs)
-    return TokenUsage(input_tokens=total_in, output_tokens=total_out, total_tokens=total_in + total_out)

@@ -1,0 +1,194 @@
+"""The conversation loop every session-based adapter shares: fixed conversations replayed turn by turn, or
+a simulated user for `conversation_scenario` cases; errors classified; invocations recorded.
+
+An adapter subclasses `TurnAgent` and implements `answer(message, session)` (plus `open_session` /
+`close_session` when it keeps state elsewhere, e.g. an ADK session service or a remote server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
+
+from google.genai import types as genai_types
+
+from agent_eval.agents.base import AgentSession, AgentTurn
+from agent_eval.agents.errors import AgentFailure, is_transient
+from agent_eval.schema import (
+    AgentRun,
+    ConversationScenario,
+    EvalCase,
+    IntermediateData,
+    Invocation,
+    TokenUsage,
+    content_text,
+)
+
+__all__ = ["DEFAULT_MAX_SIMULATED_TURNS", "TurnAgent", "UserSimulator", "fresh_session", "turn_invocation"]
+
+DEFAULT_MAX_SIMULATED_TURNS = 20
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """Plays the user of a `conversation_scenario` case."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes when the simulator's behaviour changes (part of the invocation cache key)."""
+        ...
+
+    async def next_message(self, scenario: ConversationScenario, history: list[AgentTurn]) -> str | None:
+        """The user's next message given the agent's turns so far, or `None` when the user is done."""
+        ...
+
+
+class TurnAgent(ABC):
+    """Base of adapters that answer one user message at a time within a session.
+
+    Attributes:
+        simulator: plays the user of `conversation_scenario` cases (none: such cases are recorded failures).
+        turn_timeout: seconds one turn may take before it is interrupted (a transient error, retried).
+        max_simulated_turns: cap on the invocations of a simulated conversation.
+    """
+
+    simulator: UserSimulator | None = None
+    turn_timeout: float | None = None
+    max_simulated_turns: int = DEFAULT_MAX_SIMULATED_TURNS
+
+    @property
+    @abstractmethod
+    def reference(self) -> str:
+        """The string that selects this agent."""
+
+    @property
+    @abstractmethod
+    def code_fingerprint(self) -> str:
+        """A hash of the agent's code or configuration."""
+
+    @property
+    def fingerprint(self) -> str:
+        """The code fingerprint, plus the simulator's when there is one (part of the cache key)."""
+        if self.simulator is None:
+            return self.code_fingerprint
+        return f"{self.code_fingerprint}+{self.simulator.fingerprint}"
+
+    @abstractmethod
+    async def answer(self, message: str, session: AgentSession) -> AgentTurn:
+        """The agent's turn for one user message (raise on failure; transient errors are retried)."""
+
+    async def open_session(self, case: EvalCase) -> AgentSession:
+        """A fresh session for one case run (app, user and state from the case's `session_input`)."""
+        return fresh_session(case)
+
+    async def close_session(self, session: AgentSession) -> None:
+        """Release what `open_session` acquired (nothing by default)."""
+        del session
+
+    async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
+        """Run every user turn of `case` in one fresh session.
+
+        Raises:
+            AgentFailure: the agent failed for good; carries the invocations made before the failure.
+            Exception: a transient error (see `is_transient`), for the caller to retry.
+        """
+        run = AgentRun(eval_set_id=eval_set_id, eval_id=case.eval_id, run_index=run_index)
+        session = await self.open_session(case)
+        started = time.perf_counter()
+        try:
+            async for index, user_content in self._user_turns(case, session, run):
+                turn_started = time.perf_counter()
+                turn = await self._answer_once(user_content, session, run, index, started)
+                session.history.append(turn)
+                run.invocations.append(turn_invocation(user_content, turn, time.perf_counter() - turn_started, index))
+        finally:
+            await self.close_session(session)
+        run.latency_seconds = time.perf_counter() - started
+        run.token_usage = _token_usage(session.history)
+        run.final_session_state = session.state
+        return run
+
+    async def _answer_once(
+        self, user_content: genai_types.Content, session: AgentSession, run: AgentRun, index: int, started: float
+    ) -> AgentTurn:
+        try:
+            async with asyncio.timeout(self.turn_timeout):
+                return await self.answer(content_text(user_content), session)
+        except Exception as error:
+            if is_transient(error):
+                raise
+            run.error = f"turn {index + 1}: {type(error).__name__}: {error}"
+            run.latency_seconds = time.perf_counter() - started
+            raise AgentFailure(run) from error
+
+    async def _user_turns(
+        self, case: EvalCase, session: AgentSession, run: AgentRun
+    ) -> AsyncIterator[tuple[int, genai_types.Content]]:
+        """The user contents to send: the case's conversation, or what the simulator says."""
+        if case.conversation is not None:
+            for index, invocation in enumerate(case.conversation):
+                yield index, invocation.user_content
+            return
+        scenario = case.conversation_scenario
+        assert scenario is not None  # an EvalCase has one or the other
+        if self.simulator is None:
+            run.error = "conversation_scenario cases need a user simulator: set user_simulator_config"
+            raise AgentFailure(run)
+        message: str | None = scenario.starting_prompt
+        index = 0
+        while message is not None and index < self.max_simulated_turns:
+            yield index, genai_types.Content(role="user", parts=[genai_types.Part(text=message)])
+            index += 1
+            message = await self.simulator.next_message(scenario, session.history)
+
+
+def fresh_session(case: EvalCase) -> AgentSession:
+    """A new session with the case's `session_input` (its state copied, so runs never share it)."""
+    given = case.session_input
+    if given is None:
+        return AgentSession()
+    session = AgentSession(app_name=given.app_name, user_id=given.user_id, state=dict(given.state))
+    if given.session_id:
+        session.session_id = given.session_id
+    return session
+
+
+def turn_invocation(user_content: genai_types.Content, turn: AgentTurn, seconds: float, index: int) -> Invocation:
+    """The actual invocation of one turn: tool calls with ids, tool responses, intermediate texts, final text."""
+    calls = [
+        genai_types.FunctionCall(id=call.id or f"call_{index}_{i}", name=call.name, args=call.args)
+        for i, call in enumerate(turn.tool_calls)
+    ]
+    responses = [
+        genai_types.FunctionResponse(id=call.id, name=call.name, response=_response_dict(record.response))
+        for call, record in zip(calls, turn.tool_calls, strict=True)
+    ]
+    return Invocation(
+        invocation_id=f"turn-{index + 1}",
+        user_content=user_content,
+        final_response=genai_types.Content(role="model", parts=[genai_types.Part(text=turn.response)]),
+        intermediate_data=IntermediateData(
+            tool_uses=calls,
+            tool_responses=responses,
+            intermediate_responses=[("agent", [genai_types.Part(text=t)]) for t in turn.intermediate_responses],
+        ),
+        creation_timestamp=time.time(),
+        duration=seconds,
+    )
+
+
+def _response_dict(response: object) -> dict[str, object]:
+    """Function responses are dicts in genai; anything else is wrapped as `{"result": value}`."""
+    return response if isinstance(response, dict) else {"result": response}
+
+
+def _token_usage(turns: list[AgentTurn]) -> TokenUsage | None:
+    inputs = [t.input_tokens for t in turns if t.input_tokens is not None]
+    outputs = [t.output_tokens for t in turns if t.output_tokens is not None]
+    if not inputs and not outputs:
+        return None
+    total_in, total_out = sum(inputs), sum(outputs)
+    return TokenUsage(input_tokens=total_in, output_tokens=total_out, total_tokens=total_in + total_out)
