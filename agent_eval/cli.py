@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from agent_eval.errors import EvalInputError
 from agent_eval.plan import DEFAULT_MAX_CONCURRENCY
@@ -27,7 +28,16 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="evaluate an agent on eval files and store the run")
     run.add_argument("paths", nargs="+", help="eval files or folders; FILE:case1,case2 selects cases")
-    run.add_argument("--agent", help="'package.module:attr', 'file.py:attr' or an agent folder")
+    run.add_argument(
+        "--agent",
+        help="'package.module:attr', 'file.py:attr', an agent folder, or 'replay' (score recorded predictions)",
+    )
+    run.add_argument(
+        "--format",
+        choices=["auto", "adk", "vertex"],
+        default="auto",
+        help="input format (default: detected from each file's content)",
+    )
     run.add_argument("--config", help="ADK test_config.json (default: the one beside the eval files)")
     run.add_argument("--num-runs", type=_positive, default=1, help="runs per case (default 1)")
     run.add_argument(
@@ -38,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
     run.add_argument("--refresh-cache", action="store_true", help="invoke the agent even when cached")
+    run.add_argument(
+        "--output-dir",
+        help="also write the Vertex AI tables (CSV, JSON), report.json, rust_report.json and ADK "
+        "*.evalset_result.json files into this folder",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
     return parser
 
@@ -61,22 +76,36 @@ def _positive(text: str) -> int:
     return value
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """`agent-eval run`: evaluate, print the summary, exit 1 when a case failed."""
-    from agent_eval.api import evaluate
-    from agent_eval.report import format_summary
+def _prepare_output_dir(folder: str) -> None:
+    """Create the output folder before anything runs, so a bad path fails fast as bad input."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise EvalInputError(f"cannot create the output folder: {error.strerror}", file=folder) from None
 
+
+def run_command(args: argparse.Namespace) -> int:
+    """`agent-eval run`: evaluate, print the summary, write the outputs, exit 1 when a case failed."""
+    from agent_eval.api import evaluate
+    from agent_eval.report import format_summary, write_outputs
+
+    if args.output_dir:
+        _prepare_output_dir(args.output_dir)
     report = evaluate(
         args.paths,
         agent=args.agent,
         config=args.config,
+        format=args.format,
         num_runs=args.num_runs,
         max_concurrency=args.max_concurrency,
         db_url=args.db_url,
         refresh_cache=args.refresh_cache,
     )
     print(format_summary(report))
-    return EXIT_OK if report.summary.failed == 0 else EXIT_FAILED
+    if args.output_dir:
+        written = write_outputs(report, args.output_dir)
+        print(f"Wrote {len(written)} files to {args.output_dir}")
+    return EXIT_OK if report.all_passed() else EXIT_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

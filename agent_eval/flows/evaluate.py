@@ -38,7 +38,7 @@ async def agent_eval_flow(request: EvalRequest) -> RunReport:
     metric_results = await _score_all(plan, runs)
     report = build_report(
         run_id=uuid.uuid4().hex,
-        runs=[run for _, run in runs],
+        runs=runs,
         metric_results=metric_results,
         config=plan.config,
         eval_set_ids=[s.eval_set_id for s in plan.eval_sets],

@@ -1,18 +1,32 @@
-"""Reports: the report model, aggregation, and renderers."""
+"""Reports: the report model, aggregation, and renderers (console, Vertex AI tables, ADK, ADK-Rust)."""
 
+from agent_eval.report.adk_results import eval_set_results, write_eval_set_results
 from agent_eval.report.aggregate import build_report, case_status, summarize
 from agent_eval.report.console import format_summary, summary_table_rows
-from agent_eval.report.models import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
+from agent_eval.report.export import OUTPUT_FILES, report_json, write_outputs
+from agent_eval.report.models import CaseResult, InvocationScore, JsonFormat, MetricResult, RunReport, RunSummary
+from agent_eval.report.rust_report import rust_report
+from agent_eval.report.tables import metrics_table, summary_metrics, write_table
 
 __all__ = [
+    "OUTPUT_FILES",
     "CaseResult",
     "InvocationScore",
+    "JsonFormat",
     "MetricResult",
     "RunReport",
     "RunSummary",
     "build_report",
     "case_status",
+    "eval_set_results",
     "format_summary",
+    "metrics_table",
+    "report_json",
+    "rust_report",
     "summarize",
+    "summary_metrics",
     "summary_table_rows",
+    "write_eval_set_results",
+    "write_outputs",
+    "write_table",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from agent_eval.report.models import CaseResult, MetricResult, RunReport, RunSummary
-from agent_eval.schema import AgentRun, EvalConfig, EvalStatus
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus
 
 __all__ = ["build_report", "case_status", "summarize"]
 
@@ -51,7 +51,7 @@ def summarize(cases: Sequence[CaseResult]) -> RunSummary:
 def build_report(
     *,
     run_id: str,
-    runs: Sequence[AgentRun],
+    runs: Sequence[tuple[EvalCase, AgentRun]],
     metric_results: Iterable[MetricResult],
     config: EvalConfig,
     eval_set_ids: list[str],
@@ -62,12 +62,12 @@ def build_report(
     completed_at: datetime,
     flow_run_id: str | None = None,
 ) -> RunReport:
-    """The run report: one case result per agent run, in the order of `runs`, with its metric results."""
+    """The run report: one case result per (case, agent run), in the order of `runs`, with its metric results."""
     by_run: dict[RunKey, list[MetricResult]] = defaultdict(list)
     for result in metric_results:
         by_run[(result.eval_set_id, result.eval_id, result.run_index)].append(result)
     cases = []
-    for run in runs:
+    for case, run in runs:
         metrics = by_run.get((run.eval_set_id, run.eval_id, run.run_index), [])
         cases.append(
             CaseResult(
@@ -76,6 +76,7 @@ def build_report(
                 run_index=run.run_index,
                 status=case_status(run, metrics),
                 agent_run=run,
+                expected_invocations=case.conversation,
                 metrics=metrics,
             )
         )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.schema import AgentRun, EvalStatus
+from agent_eval.schema import AgentRun, EvalStatus, Invocation
 
-__all__ = ["CaseResult", "InvocationScore", "MetricResult", "RunReport", "RunSummary"]
+__all__ = ["CaseResult", "InvocationScore", "JsonFormat", "MetricResult", "RunReport", "RunSummary"]
+
+JsonFormat: TypeAlias = Literal["report", "vertex", "adk", "rust"]
+"""The shapes `RunReport.to_json` writes: ours, Vertex AI's, ADK's eval history, ADK-Rust's report."""
 
 
 class InvocationScore(BaseModel):
@@ -55,6 +58,9 @@ class CaseResult(BaseModel):
     run_index: int = 0
     status: EvalStatus
     agent_run: AgentRun
+    expected_invocations: list[Invocation] | None = Field(
+        default=None, description="The case's conversation (None for a conversation_scenario case)."
+    )
     metrics: list[MetricResult] = Field(default_factory=list)
 
     @property
@@ -102,5 +108,41 @@ class RunReport(BaseModel):
     summary: RunSummary
 
     def failed_cases(self) -> list[CaseResult]:
-        """The case runs that did not pass, in report order."""
+        """The case runs that did not pass (failed or not evaluated), in report order."""
         return [case for case in self.cases if not case.passed]
+
+    def failures(self) -> list[CaseResult]:
+        """The case runs that failed (an agent error or a failing metric), in report order."""
+        return [case for case in self.cases if case.status is EvalStatus.FAILED]
+
+    def all_passed(self) -> bool:
+        """Whether no case run failed (ADK-Rust's `all_passed`; the CLI exits 0 exactly then)."""
+        return not self.failures()
+
+    @property
+    def metrics_table(self) -> Any:
+        """Vertex AI's `metrics_table`: a pandas DataFrame, one row per case run (see `report.tables`)."""
+        from agent_eval.report.tables import metrics_table
+
+        return metrics_table(self)
+
+    @property
+    def summary_metrics(self) -> Any:
+        """Vertex AI's `summary_metrics`: a one-row pandas DataFrame (see `report.tables`)."""
+        from agent_eval.report.tables import summary_metrics
+
+        return summary_metrics(self)
+
+    def to_json(self, format: JsonFormat = "report") -> str:
+        """The run as indented JSON.
+
+        Args:
+            format: `report` (this model), `vertex` (`{summary_metrics, metrics_table}`), `adk` (a list of ADK
+                `EvalSetResult`s) or `rust` (ADK-Rust's `EvaluationReport`).
+
+        Raises:
+            ValueError: an unknown format.
+        """
+        from agent_eval.report.export import report_json
+
+        return report_json(self, format)

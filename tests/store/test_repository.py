@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 
 from agent_eval.report import build_report
 from agent_eval.report.models import InvocationScore, MetricResult, RunReport
-from agent_eval.schema import AgentRun, EvalConfig, EvalStatus, Invocation, TokenUsage
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, Invocation, TokenUsage
 from agent_eval.store import CaseRecord, MetricRecord, Run, get_engine, list_runs, load_case_records, save_report
 from agent_eval.store.engine import normalize_url
 
@@ -54,7 +54,7 @@ def _report(run_id: str = "run-1") -> RunReport:
     now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
     return build_report(
         run_id=run_id,
-        runs=runs,
+        runs=[(EvalCase(eval_id=run.eval_id, conversation=[_invocation("a")]), run) for run in runs],
         metric_results=metrics,
         config=EvalConfig(),
         eval_set_ids=["set"],
