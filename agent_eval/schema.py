@@ -43,6 +43,7 @@ __all__ = [
     "RubricScore",
     "SessionInput",
     "TokenUsage",
+    "ToolMock",
     "content_hash",
     "content_text",
     "tool_calls_of",
@@ -145,6 +146,18 @@ class ConversationScenario(EvalBaseModel):
     user_persona: str | dict[str, Any] | None = None
 
 
+class ToolMock(EvalBaseModel):
+    """agent-eval extension: a canned response for a tool, so an agent that calls live systems runs offline.
+
+    Matches a call by tool name, and by arguments when `args` is given (every given key must be equal in the
+    call; other keys are ignored).
+    """
+
+    tool_name: str
+    args: dict[str, Any] | None = None
+    response: Any = None
+
+
 class EvalCase(EvalBaseModel):
     """One eval case: a fixed conversation or a conversation scenario, never both.
 
@@ -162,6 +175,10 @@ class EvalCase(EvalBaseModel):
     final_session_state: dict[str, Any] | None = Field(default_factory=dict)
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
+    tool_mocks: list[ToolMock] = Field(
+        default_factory=list,
+        description="agent-eval extension: canned tool responses for this case (adapters that run tools use them).",
+    )
     actual_conversation: list[Invocation] | None = Field(
         default=None,
         description="agent-eval extension: the agent's invocations, already made (a dataset with predictions). "
