@@ -52,13 +52,18 @@ def from_validation_error(
     The case is `case` when given, else read from the error's location inside `data[case_key]`.
     """
     first = error.errors()[0]
-    location = [str(part) for part in first["loc"]]
+    location = [str(part) for part in first["loc"] if not _is_union_tag(part)]
     found = _case_id(location, data, case_key)
     if found is not None:
         location = location[2:]
     case = case if case is not None else found
     field = ".".join(location) or None
     return EvalInputError(_describe(first), file=file, case=case, field=field)
+
+
+def _is_union_tag(part: object) -> bool:
+    """pydantic names the union member it tried (`IntermediateData`, `function-after[...]`): not a field."""
+    return isinstance(part, str) and (part[:1].isupper() or "[" in part)
 
 
 def _case_id(location: list[str], data: object, case_key: str) -> str | None:

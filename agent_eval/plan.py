@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.agents import REPLAY_REFERENCE, Agent, find_default_agent, resolve_agent
-from agent_eval.errors import EvalInputError, from_validation_error
-from agent_eval.io import InputFormat, find_config_file, load_eval_config, load_eval_sets
+from agent_eval.errors import EvalInputError
+from agent_eval.io import InputFormat, config_from_data, find_config_file, load_eval_config, load_eval_sets
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.schema import EvalCase, EvalConfig, EvalMetric, EvalSet
 
@@ -100,10 +100,7 @@ def prepare(request: EvalRequest) -> EvalPlan:
 def _config(request: EvalRequest) -> tuple[EvalConfig, str | None]:
     """The config and the file it came from (`None` for an inline config or ADK's defaults)."""
     if isinstance(request.config, dict):
-        try:
-            return EvalConfig.model_validate(request.config), None
-        except ValidationError as error:
-            raise from_validation_error(error, file="<config>", data=request.config) from None
+        return config_from_data(request.config, "<config>"), None
     found = request.config or find_config_file(request.paths)
     file = str(found) if found is not None else None
     return load_eval_config(file), file

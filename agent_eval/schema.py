@@ -167,7 +167,7 @@ class EvalCase(EvalBaseModel):
     model_config = ConfigDict(extra="allow")
 
     eval_id: str
-    conversation: list[Invocation] | None = None
+    conversation: list[Invocation] | None = Field(default=None, min_length=1)
     conversation_scenario: ConversationScenario | None = None
     session_input: SessionInput | None = None
     creation_timestamp: float = 0.0

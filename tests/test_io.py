@@ -109,7 +109,7 @@ def test_legacy_ids_are_relative_paths(tmp_path: Path) -> None:
     assert [s.eval_set_id for s in eval_sets] == ["simple_test2", "test_files/simple_test2"]
     assert [s.eval_cases[0].eval_id for s in eval_sets] == ["simple_test2", "test_files/simple_test2"]
     # the same two files named one by one clash: the message says which id
-    with pytest.raises(EvalInputError, match="eval_set_id 'simple_test2' is loaded twice"):
+    with pytest.raises(EvalInputError, match="eval_set_id 'simple_test2' is already used by"):
         load_eval_sets([tmp_path / "simple_test2.test.json", tmp_path / "test_files/simple_test2.test.json"])
 
 
@@ -287,7 +287,10 @@ def test_missing_paths(tmp_path: Path) -> None:
     ("config", "expected"),
     [
         ({"criteria": {"x": 1}, "bogus": 2}, "field 'bogus': extra inputs are not permitted (got 2)"),
-        ({"criteria": {"x": "high"}}, "field 'criteria.x': input should be a valid dictionary"),
+        (
+            {"criteria": {"x": "high"}},
+            "field 'criteria.x': expected a threshold (a number) or an object with 'threshold' and options, got 'high'",
+        ),
         ({"criteria": {"x": {"threshold": "a"}}}, "field 'criteria.x.threshold': input should be a valid number"),
         ([1], "expected a JSON object with 'criteria'"),
     ],

@@ -31,6 +31,7 @@ __all__ = [
     "DATASET_SUFFIXES",
     "EVAL_FILE_SUFFIXES",
     "InputFormat",
+    "config_from_data",
     "eval_set_from_dataframe",
     "find_config_file",
     "legacy_rows_to_eval_set",
@@ -52,16 +53,22 @@ def load_eval_sets(paths: str | Path | Sequence[str | Path], *, format: InputFor
         EvalInputError: a path does not exist or matches nothing, or a file is not a valid eval set.
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
-    eval_sets: list[EvalSet] = []
+    loaded: list[tuple[EvalSet, Path]] = []
     for item in items:
         path, selected = split_case_selection(str(item))
         root = Path(path) if Path(path).is_dir() else None
         for file in expand_path(path):
             if file.name in _NOT_EVAL_FILES:
                 continue
-            eval_sets.append(_select_cases(load_eval_set(file, root=root, format=format), selected, file))
-    _check_unique_set_ids(eval_sets)
-    return eval_sets
+            eval_set = _select_cases(load_eval_set(file, root=root, format=format), selected, file)
+            if eval_set.eval_cases:
+                loaded.append((eval_set, file))
+            elif root is None:  # named on purpose; an empty set found in a folder (as ADK creates them) is skipped
+                raise EvalInputError("the eval set has no cases", file=file, field="eval_cases")
+    if not loaded:
+        raise EvalInputError(f"no eval cases in {', '.join(str(i) for i in items)}", field="eval_cases")
+    _check_unique_set_ids(loaded)
+    return [eval_set for eval_set, _ in loaded]
 
 
 def load_eval_set(file: str | Path, *, root: Path | None = None, format: InputFormat = "auto") -> EvalSet:
@@ -93,13 +100,25 @@ def load_eval_config(file: str | Path | None) -> EvalConfig:
     if file is None:
         return EvalConfig()
     path = Path(file)
-    data = read_json(path)
+    return config_from_data(read_json(path), path)
+
+
+def config_from_data(data: Any, source: str | Path) -> EvalConfig:
+    """An `EvalConfig` from parsed JSON (a file's, or one given inline), checked with errors naming `source`."""
     if not isinstance(data, dict):
-        raise EvalInputError("expected a JSON object with 'criteria'", file=path)
+        raise EvalInputError("expected a JSON object with 'criteria'", file=source)
+    criteria = data.get("criteria")
+    for name, value in criteria.items() if isinstance(criteria, dict) else ():
+        if isinstance(value, bool) or not isinstance(value, int | float | dict):
+            raise EvalInputError(
+                f"expected a threshold (a number) or an object with 'threshold' and options, got {value!r}",
+                file=source,
+                field=f"criteria.{name}",
+            )
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as error:
-        raise from_validation_error(error, file=path, data=data) from None
+        raise from_validation_error(error, file=source, data=data) from None
 
 
 def find_config_file(paths: Sequence[str | Path]) -> Path | None:
@@ -131,12 +150,16 @@ def _select_cases(eval_set: EvalSet, selected: list[str] | None, file: Path) -> 
     return eval_set.model_copy(update={"eval_cases": keep})
 
 
-def _check_unique_set_ids(eval_sets: list[EvalSet]) -> None:
-    seen: set[str] = set()
-    for eval_set in eval_sets:
-        if eval_set.eval_set_id in seen:
-            raise EvalInputError(f"eval_set_id {eval_set.eval_set_id!r} is loaded twice; give each eval set its own id")
-        seen.add(eval_set.eval_set_id)
+def _check_unique_set_ids(loaded: list[tuple[EvalSet, Path]]) -> None:
+    seen: dict[str, Path] = {}
+    for eval_set, file in loaded:
+        first = seen.setdefault(eval_set.eval_set_id, file)
+        if first != file:
+            raise EvalInputError(
+                f"eval_set_id {eval_set.eval_set_id!r} is already used by {first}; give each eval set its own id",
+                file=file,
+                field="eval_set_id",
+            )
 
 
 def _dataset_id(path: Path, root: Path | None) -> str:

@@ -108,7 +108,9 @@ def _inline_test_files(data: dict[str, Any], path: Path) -> dict[str, Any]:
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise EvalInputError("expected a list of file paths", file=path, field="test_files")
     cases = list(data.get("eval_cases", data.get("evalCases")) or [])
-    for name in files:
+    for position, name in enumerate(files):
+        if not (path.parent / name).is_file():
+            raise EvalInputError(f"no such test file {name!r}", file=path, field=f"test_files[{position}]")
         included = read_json(path.parent / name)
         if not isinstance(included, dict) or not isinstance(included.get("eval_cases"), list):
             raise EvalInputError("a test file must be an object with 'eval_cases'", file=path.parent / name)
@@ -165,13 +167,7 @@ def _legacy_invocation(row: Any, index: int, case: str, path: Path) -> dict[str,
         raise EvalInputError(f"expected an object, got {type(row).__name__}", file=path, case=case, field=f"[{index}]")
     if not isinstance(row.get("query"), str):
         raise EvalInputError("'query' must be a string", file=path, case=case, field=f"[{index}].query")
-    tool_uses = []
-    for j, use in enumerate(row.get("expected_tool_use") or []):
-        if not isinstance(use, dict) or not isinstance(use.get("tool_name"), str):
-            raise EvalInputError(
-                "expected {tool_name, tool_input}", file=path, case=case, field=f"[{index}].expected_tool_use[{j}]"
-            )
-        tool_uses.append({"name": use["tool_name"], "args": use.get("tool_input") or {}})
+    tool_uses = _legacy_tool_uses(row.get("expected_tool_use") or [], f"[{index}].expected_tool_use", case, path)
     intermediate = [
         (r.get("author", ""), [{"text": r.get("text", "")}])
         for r in row.get("expected_intermediate_agent_responses") or []
@@ -185,6 +181,22 @@ def _legacy_invocation(row: Any, index: int, case: str, path: Path) -> dict[str,
     if isinstance(row.get("reference"), str):
         invocation["final_response"] = {"role": "model", "parts": [{"text": row["reference"]}]}
     return invocation
+
+
+def _legacy_tool_uses(uses: Any, where: str, case: str, path: Path) -> list[dict[str, Any]]:
+    """`[{tool_name, tool_input}]` as genai function calls `[{name, args}]`, each checked."""
+    if not isinstance(uses, list):
+        raise EvalInputError("expected a list of {tool_name, tool_input}", file=path, case=case, field=where)
+    calls = []
+    for j, use in enumerate(uses):
+        if not isinstance(use, dict) or not isinstance(use.get("tool_name"), str):
+            raise EvalInputError("expected {tool_name, tool_input}", file=path, case=case, field=f"{where}[{j}]")
+        tool_input = use.get("tool_input") or {}
+        if not isinstance(tool_input, dict):
+            message = f"expected an object of arguments, got {tool_input!r}"
+            raise EvalInputError(message, file=path, case=case, field=f"{where}[{j}].tool_input")
+        calls.append({"name": use["tool_name"], "args": tool_input})
+    return calls
 
 
 def _initial_session_beside(path: Path) -> dict[str, Any] | None:

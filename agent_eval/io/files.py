@@ -15,6 +15,7 @@ __all__ = [
     "EVAL_FILE_SUFFIXES",
     "MAX_INPUT_MB_ENV",
     "expand_path",
+    "max_input_mb",
     "read_json",
     "read_text",
     "split_case_selection",
@@ -30,14 +31,14 @@ def read_text(path: Path) -> str:
     """The file's text, refusing files over the size limit, binary files and empty ones."""
     if not path.is_file():
         raise EvalInputError("no such file", file=path)
-    limit = float(os.environ.get(MAX_INPUT_MB_ENV) or DEFAULT_MAX_INPUT_MB)
+    limit = max_input_mb()
     size_mb = path.stat().st_size / 1_000_000
     if size_mb > limit:
         raise EvalInputError(
             f"the file is {size_mb:.1f} MB, over the {limit:g} MB limit (raise it with {MAX_INPUT_MB_ENV})", file=path
         )
     raw = path.read_bytes()
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw:
         raise EvalInputError("binary file, expected JSON, JSONL or CSV text", file=path)
     try:
         text = raw.decode("utf-8-sig")
@@ -48,11 +49,27 @@ def read_text(path: Path) -> str:
     return text
 
 
+def max_input_mb() -> float:
+    """The largest input file accepted, in MB: `$AGENT_EVAL_MAX_INPUT_MB`, default 25."""
+    given = os.environ.get(MAX_INPUT_MB_ENV)
+    if not given:
+        return DEFAULT_MAX_INPUT_MB
+    try:
+        limit = float(given)
+    except ValueError:
+        limit = -1.0
+    if limit <= 0:
+        raise EvalInputError(f"{MAX_INPUT_MB_ENV}={given!r} is not a positive number of megabytes")
+    return limit
+
+
 def read_json(path: Path) -> Any:
     """The file's JSON value; invalid JSON is reported with its line and column."""
     text = read_text(path)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise EvalInputError("the JSON is nested too deeply to read", file=path) from None
     except json.JSONDecodeError as error:
         raise EvalInputError(
             f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}", file=path
@@ -98,4 +115,7 @@ def split_case_selection(item: str) -> tuple[str, list[str] | None]:
     head, sep, tail = item.rpartition(":")
     if not sep or not head or Path(item).exists() or not Path(head).exists():
         return item, None
-    return head, [case.strip() for case in tail.split(",") if case.strip()]
+    selected = [case.strip() for case in tail.split(",") if case.strip()]
+    if not selected:
+        raise EvalInputError("no case ids after ':'; write FILE:case_id1,case_id2 or just FILE", file=head)
+    return head, selected

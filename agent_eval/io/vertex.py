@@ -60,13 +60,19 @@ def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
 
 def read_csv_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a CSV file with a header; empty cells count as missing."""
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
-    header = reader.fieldnames or []
+    text = read_text(path)
+    csv.field_size_limit(max(len(text), 131072))  # a cell may be as long as the file (which is size-checked)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+        rows = list(reader)
+    except csv.Error as error:
+        raise EvalInputError(f"invalid CSV at line {reader.line_num}: {error}", file=path) from None
     if not any(column in header for column in VERTEX_COLUMNS):
         raise EvalInputError(
             f"no Vertex columns in the header {header!r}; expected some of {', '.join(VERTEX_COLUMNS)}", file=path
         )
-    return [{key: value for key, value in row.items() if key and value not in (None, "")} for row in reader]
+    return [{key: value for key, value in row.items() if key and value not in (None, "")} for row in rows]
 
 
 def eval_set_from_rows(rows: list[dict[str, Any]], eval_set_id: str, file: Path | str) -> EvalSet:

@@ -8,7 +8,6 @@ sync or async. Built-ins register themselves with the `metric` decorator; custom
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
@@ -16,6 +15,7 @@ from typing import Any, TypeAlias, cast
 from pydantic import BaseModel
 
 from agent_eval.errors import EvalInputError
+from agent_eval.imports import import_user_module
 from agent_eval.metrics.common import criterion_options
 from agent_eval.schema import (
     ConversationScenario,
@@ -162,7 +162,7 @@ def _check_options(eval_metric: EvalMetric, spec: MetricSpec) -> None:
 
 
 def import_function(path: str, *, field: str) -> MetricFunction:
-    """Import `pkg.module.function` (or `pkg.module:function`) as ADK does.
+    """Import `pkg.module.function` (or `pkg.module:function`) as ADK does, the current folder importable.
 
     Raises:
         EvalInputError: the module does not import or has no such callable attribute.
@@ -171,7 +171,7 @@ def import_function(path: str, *, field: str) -> MetricFunction:
     if not sep or not module_name:
         raise EvalInputError(f"{path!r} is not of the form 'package.module.function'", field=field)
     try:
-        module = importlib.import_module(module_name)
+        module = import_user_module(module_name)
     except Exception as error:  # any import-time failure is the user's to fix
         raise EvalInputError(f"cannot import module {module_name!r}: {error}", field=field) from None
     function = getattr(module, attribute, None)

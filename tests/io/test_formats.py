@@ -95,7 +95,9 @@ def test_adk_rust_eval_set_pulls_in_its_test_files(tmp_path: Path) -> None:
 def test_adk_rust_eval_set_with_a_missing_test_file(tmp_path: Path) -> None:
     suite = _write(tmp_path / "suite.evalset.json", {"eval_set_id": "s", "test_files": ["nope.test.json"]})
 
-    with pytest.raises(EvalInputError, match=r"nope\.test\.json: no such file$"):
+    with pytest.raises(
+        EvalInputError, match=r"suite\.evalset\.json: field 'test_files\[0\]': no such test file 'nope\.test\.json'$"
+    ):
         load_eval_set(suite)
 
 
@@ -237,3 +239,12 @@ def test_adk_round_trip_gives_an_equal_model(file: Path, tmp_path: Path) -> None
     assert reloaded == loaded
     assert '"eval_cases"' in written.read_text(encoding="utf-8")  # snake_case on disk, as ADK writes
     assert "null" not in written.read_text(encoding="utf-8")
+
+
+def test_csv_cells_larger_than_the_csv_modules_default_limit_load(tmp_path: Path) -> None:
+    path = tmp_path / "huge_cell.csv"
+    path.write_text("prompt,reference\n" + "a" * 200_000 + ",b\n", encoding="utf-8")
+
+    [case] = load_eval_set(path).eval_cases
+
+    assert len(content_text((case.conversation or [])[0].user_content)) == 200_000

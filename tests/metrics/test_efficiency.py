@@ -182,7 +182,8 @@ def test_scenario_cases_are_scored() -> None:
 
 
 def test_no_invocations_is_not_applicable() -> None:
-    result = score("tool_call_count_v1", [], EvalCase(eval_id="c", conversation=[]))
+    scenario = ConversationScenario(starting_prompt="hi", conversation_plan="say hi")
+    result = score("tool_call_count_v1", [], EvalCase(eval_id="c", conversation_scenario=scenario))
     assert (result.status, result.explanation) == (
         EvalStatus.NOT_EVALUATED,
         "not applicable: the agent produced no invocations",
