@@ -1,32 +1,44 @@
-"""Reports: the report model, aggregation, and renderers (console, Vertex AI tables, ADK, ADK-Rust)."""
+"""Reports: the report model, aggregation, run comparison, and renderers (console, Vertex AI tables, ADK,
+ADK-Rust, HTML, JUnit XML)."""
 
 from agent_eval.report.adk_results import eval_set_results, write_eval_set_results
 from agent_eval.report.aggregate import build_report, case_status, summarize
 from agent_eval.report.console import format_summary, summary_table_rows
 from agent_eval.report.export import OUTPUT_FILES, report_json, write_outputs
+from agent_eval.report.html import render_html, write_html
+from agent_eval.report.html_charts import HistoryPoint
+from agent_eval.report.junit import junit_xml, write_junit
 from agent_eval.report.models import CaseResult, InvocationScore, JsonFormat, MetricResult, RunReport, RunSummary
+from agent_eval.report.regression import RegressionReport, compare_runs
 from agent_eval.report.rust_report import rust_report
 from agent_eval.report.tables import metrics_table, summary_metrics, write_table
 
 __all__ = [
     "OUTPUT_FILES",
     "CaseResult",
+    "HistoryPoint",
     "InvocationScore",
     "JsonFormat",
     "MetricResult",
+    "RegressionReport",
     "RunReport",
     "RunSummary",
     "build_report",
     "case_status",
+    "compare_runs",
     "eval_set_results",
     "format_summary",
+    "junit_xml",
     "metrics_table",
+    "render_html",
     "report_json",
     "rust_report",
     "summarize",
     "summary_metrics",
     "summary_table_rows",
     "write_eval_set_results",
+    "write_html",
+    "write_junit",
     "write_outputs",
     "write_table",
 ]
