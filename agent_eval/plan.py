@@ -6,12 +6,15 @@ written: eval files, the config, metric names and thresholds, custom metric impo
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.agents import REPLAY_REFERENCE, Agent, find_default_agent, resolve_agent
+from agent_eval.agents import REPLAY_REFERENCE, Agent, TurnAgent, find_default_agent, resolve_agent
+from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
+from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
 from agent_eval.io import InputFormat, config_from_data, find_config_file, load_eval_config, load_eval_sets
 from agent_eval.metrics import REGISTRY, MetricSpec
@@ -87,14 +90,42 @@ def prepare(request: EvalRequest) -> EvalPlan:
     eval_sets = load_eval_sets(request.paths, format=request.format)
     config, config_file = _config(request)
     metrics = REGISTRY.resolve(config, config_file=config_file)
+    agent = _with_simulator(resolve_agent(_agent_reference(request, eval_sets)), eval_sets, config)
+    if isinstance(agent, GenaiAgent):
+        agent.check_credentials()
     return EvalPlan(
         request=request,
         eval_sets=eval_sets,
         config=config,
         config_file=config_file,
         metrics=metrics,
-        agent=resolve_agent(_agent_reference(request, eval_sets)),
+        agent=agent,
     )
+
+
+def _with_simulator(agent: Agent, eval_sets: list[EvalSet], config: EvalConfig) -> Agent:
+    """A copy of a `TurnAgent` with the user simulator `user_simulator_config` describes, when some case has
+    a `conversation_scenario`.
+
+    Without a config the agent's own simulator is kept; else ADK's default (an LLM-backed simulator) is used
+    when Gemini credentials are set, and otherwise none: the scenario cases alone are then recorded failures
+    that say what to set, and the other cases still run.
+
+    Raises:
+        EvalInputError: a bad `user_simulator_config`, or a configured LLM simulator without credentials.
+    """
+    has_scenario = any(case.conversation_scenario is not None for s in eval_sets for case in s.eval_cases)
+    if not has_scenario or not isinstance(agent, TurnAgent):
+        return agent
+    if config.user_simulator_config is None and (agent.simulator is not None or missing_credentials()):
+        return agent
+    simulator, max_turns = simulator_from_config(config.user_simulator_config)
+    if isinstance(simulator, LlmUserSimulator):
+        simulator.check_credentials()
+    wired = copy.copy(agent)  # the user's agent object is left as it was
+    wired.simulator = simulator
+    wired.max_simulated_turns = max_turns
+    return wired
 
 
 def _config(request: EvalRequest) -> tuple[EvalConfig, str | None]:

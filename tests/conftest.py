@@ -20,6 +20,8 @@ os.environ["AGENT_EVAL_HOME"] = str(_SESSION_HOME / "agent_eval")
 os.environ.pop("AGENT_EVAL_DB_URL", None)
 os.environ.pop("PREFECT_API_URL", None)
 
+pytest_plugins = ["tests.fakes.gemini_server"]  # the `fake_gemini` fixture: a real HTTP fake of the Gemini API
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("AGENT_EVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 DEMO_DIR = REPO_ROOT / "examples" / "home_automation"

@@ -4,8 +4,10 @@ from agent_eval.agents.base import Agent, AgentSession, AgentTurn, ToolCallRecor
 from agent_eval.agents.callable import CallableAgent, to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, UserSimulator, fresh_session, turn_invocation
 from agent_eval.agents.errors import AgentFailure, is_transient
+from agent_eval.agents.genai_agent import GenaiAgent, MaxStepsReached
 from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.agents.resolve import find_default_agent, resolve_agent
+from agent_eval.agents.simulator import LlmUserSimulator, ScriptedUserSimulator
 
 __all__ = [
     "REPLAY_REFERENCE",
@@ -14,7 +16,11 @@ __all__ = [
     "AgentSession",
     "AgentTurn",
     "CallableAgent",
+    "GenaiAgent",
+    "LlmUserSimulator",
+    "MaxStepsReached",
     "ReplayAgent",
+    "ScriptedUserSimulator",
     "ToolCallRecord",
     "TransientAgentError",
     "TurnAgent",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from google.genai import types as genai_types
@@ -27,9 +27,19 @@ from agent_eval.schema import (
     content_text,
 )
 
-__all__ = ["DEFAULT_MAX_SIMULATED_TURNS", "TurnAgent", "UserSimulator", "fresh_session", "turn_invocation"]
+__all__ = [
+    "DEFAULT_MAX_SIMULATED_TURNS",
+    "MAX_RESPONSE_CHARS",
+    "TurnAgent",
+    "UserSimulator",
+    "bound_turn",
+    "fresh_session",
+    "turn_invocation",
+]
 
 DEFAULT_MAX_SIMULATED_TURNS = 20
+MAX_RESPONSE_CHARS = 1_000_000
+"""Longer final or intermediate texts are cut here (and say so), so a runaway answer cannot exhaust memory."""
 
 
 @runtime_checkable
@@ -41,8 +51,17 @@ class UserSimulator(Protocol):
         """Changes when the simulator's behaviour changes (part of the invocation cache key)."""
         ...
 
-    async def next_message(self, scenario: ConversationScenario, history: list[AgentTurn]) -> str | None:
-        """The user's next message given the agent's turns so far, or `None` when the user is done."""
+    async def next_message(
+        self, scenario: ConversationScenario, history: list[AgentTurn], user_messages: Sequence[str]
+    ) -> str | None:
+        """The user's next message given the conversation so far, or `None` when the user is done.
+
+        Args:
+            scenario: the case's goal for the user.
+            history: the agent's turns so far.
+            user_messages: the user's messages so far, one per turn of `history` (the first is the scenario's
+                `starting_prompt`).
+        """
         ...
 
 
@@ -116,7 +135,7 @@ class TurnAgent(ABC):
     ) -> AgentTurn:
         try:
             async with asyncio.timeout(self.turn_timeout):
-                return await self.answer(content_text(user_content), session)
+                return bound_turn(await self.answer(content_text(user_content), session))
         except Exception as error:
             if is_transient(error):
                 raise
@@ -135,14 +154,19 @@ class TurnAgent(ABC):
         scenario = case.conversation_scenario
         assert scenario is not None  # an EvalCase has one or the other
         if self.simulator is None:
-            run.error = "conversation_scenario cases need a user simulator: set user_simulator_config"
+            run.error = (
+                "conversation_scenario cases need a user simulator: set user_simulator_config, and for the "
+                "default LLM-backed one GOOGLE_API_KEY or GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI=true with "
+                "GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION)"
+            )
             raise AgentFailure(run)
         message: str | None = scenario.starting_prompt
-        index = 0
-        while message is not None and index < self.max_simulated_turns:
-            yield index, genai_types.Content(role="user", parts=[genai_types.Part(text=message)])
-            index += 1
-            message = await self.simulator.next_message(scenario, session.history)
+        sent: list[str] = []
+        while message is not None and len(sent) < self.max_simulated_turns:
+            yield len(sent), genai_types.Content(role="user", parts=[genai_types.Part(text=message)])
+            sent.append(message)
+            if len(sent) < self.max_simulated_turns:  # no model call for a message that would not be sent
+                message = await self.simulator.next_message(scenario, session.history, list(sent))
 
 
 def fresh_session(case: EvalCase) -> AgentSession:
@@ -154,6 +178,18 @@ def fresh_session(case: EvalCase) -> AgentSession:
     if given.session_id:
         session.session_id = given.session_id
     return session
+
+
+def bound_turn(turn: AgentTurn) -> AgentTurn:
+    """The turn with its final and intermediate texts cut to `MAX_RESPONSE_CHARS`, each cut saying how much."""
+    turn.response = _bounded(turn.response)
+    turn.intermediate_responses = [_bounded(text) for text in turn.intermediate_responses]
+    return turn
+
+
+def _bounded(text: str) -> str:
+    extra = len(text) - MAX_RESPONSE_CHARS
+    return text if extra <= 0 else f"{text[:MAX_RESPONSE_CHARS]}… [truncated {extra} characters]"
 
 
 def turn_invocation(user_content: genai_types.Content, turn: AgentTurn, seconds: float, index: int) -> Invocation:
