@@ -3,9 +3,13 @@
 References:
 - `package.module:attr`: an attribute of an importable module (the current directory is importable);
 - `path/to/file.py:attr`: an attribute of a Python file;
-- `path/to/dir`: the folder's `agent.py` and its `root_agent`, as `adk eval AGENT_DIR` finds it;
+- `path/to/dir`: the folder's `agent.py` and its `root_agent`, as `adk eval AGENT_DIR` finds it (its `app`
+  first when that is an ADK `App` wrapping `root_agent`, or when there is no `root_agent`);
+- `http://...` / `https://...`: a generic JSON endpoint (`HttpAgent`);
+- `adk-api+http://host:port/APP_NAME` (or `adk-api+https://`): app APP_NAME of an ADK api_server (`AdkApiAgent`);
 - `replay`: no agent, the cases' recorded invocations are scored as they are.
-The attribute is an `Agent` (anything with `run_case`), or a plain callable wrapped in `CallableAgent`.
+The attribute is an `Agent` (anything with `run_case`), an ADK agent or `App` wrapped in `AdkAgent`, or a plain
+callable wrapped in `CallableAgent`.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from agent_eval.agents.adk_agent import ADK_INSTALL_HINT, AdkAgent, is_adk_object
 from agent_eval.agents.base import Agent
 from agent_eval.agents.callable import CallableAgent
+from agent_eval.agents.http_agent import is_http_reference, resolve_http_agent
 from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.errors import EvalInputError
 
 __all__ = ["DEFAULT_AGENT_ATTRIBUTE", "find_default_agent", "resolve_agent"]
 
 DEFAULT_AGENT_ATTRIBUTE = "root_agent"
+ADK_APP_ATTRIBUTE = "app"
 AGENT_FILE_NAME = "agent.py"
 
 
@@ -38,11 +45,15 @@ def resolve_agent(reference: str) -> Agent:
     """
     if reference == REPLAY_REFERENCE:
         return ReplayAgent()
+    if is_http_reference(reference):
+        return resolve_http_agent(reference)
     module, attribute = _load_module(reference)
-    target = getattr(module, attribute, None)
+    target = _adk_app(module, attribute) or getattr(module, attribute, None)
     if target is None:
         raise EvalInputError(f"{module.__name__!r} has no attribute {attribute!r}", field="agent")
     fingerprint = _fingerprint(reference, module)
+    if is_adk_object(target):
+        return AdkAgent(target, reference=reference, source_fingerprint=fingerprint)
     if hasattr(target, "run_case"):
         return target  # type: ignore[no-any-return]
     if not callable(target):
@@ -59,6 +70,17 @@ def find_default_agent(paths: list[str]) -> str | None:
             if (candidate / AGENT_FILE_NAME).is_file():
                 return f"{Path(os.path.relpath(candidate / AGENT_FILE_NAME)).as_posix()}:{DEFAULT_AGENT_ATTRIBUTE}"
     return None
+
+
+def _adk_app(module: ModuleType, attribute: str) -> Any:
+    """The module's ADK `App` named `app` where `adk eval` would take it over `root_agent`, else None: when the
+    reference asks for `root_agent` (as a folder reference does) and the module has none, or the App wraps it
+    (so the App's plugins and settings apply, as in `adk eval`)."""
+    app = getattr(module, ADK_APP_ATTRIBUTE, None)
+    if attribute != DEFAULT_AGENT_ATTRIBUTE or type(app).__name__ != "App" or not is_adk_object(app):
+        return None
+    root = getattr(module, DEFAULT_AGENT_ATTRIBUTE, None)
+    return app if root is None or root is getattr(app, "root_agent", None) else None
 
 
 def _load_module(reference: str) -> tuple[ModuleType, str]:
@@ -83,7 +105,9 @@ def _import(module_name: str, reference: str) -> ModuleType:
     try:
         return importlib.import_module(module_name)
     except Exception as error:  # whatever the import raised, the user's reference is at fault
-        raise EvalInputError(f"cannot import {module_name!r} for agent {reference!r}: {error}", field="agent") from None
+        raise EvalInputError(
+            f"cannot import {module_name!r} for agent {reference!r}: {_import_problem(error)}", field="agent"
+        ) from None
 
 
 def _load_file(file: Path, reference: str) -> ModuleType:
@@ -106,8 +130,16 @@ def _load_file(file: Path, reference: str) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as error:
         del sys.modules[name]
-        raise EvalInputError(f"importing {str(file)!r} failed: {error}", field="agent") from None
+        raise EvalInputError(f"importing {str(file)!r} failed: {_import_problem(error)}", field="agent") from None
     return module
+
+
+def _import_problem(error: Exception) -> str:
+    """The import error's message; for a missing google-adk, how to install it."""
+    missing = error.name if isinstance(error, ModuleNotFoundError) else None
+    if missing and (missing == "google.adk" or missing.startswith("google.adk.")):
+        return ADK_INSTALL_HINT
+    return str(error)
 
 
 def _dotted_name(file: Path) -> tuple[Path, str] | None:

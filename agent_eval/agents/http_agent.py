@@ -1,0 +1,271 @@
+"""HTTP adapters: an agent served by ADK's `adk api_server`, or any endpoint speaking a small JSON protocol.
+
+References (see `resolve_http_agent`):
+- `adk-api+http://host:port/APP_NAME` (or `adk-api+https://`, a path prefix before APP_NAME is kept): app
+  APP_NAME of an ADK api_server (`AdkApiAgent`). Per case run it creates a session
+  (`POST /apps/{app}/users/{user}/sessions` with `{"session_id", "state"}`, the case's `session_input`); per
+  turn it sends `POST /run` with `{"app_name", "user_id", "session_id", "new_message"}` and reads the events
+  of the answer as the in-process ADK adapter does (`turn_from_events`); at the end it reads the session's
+  state (`GET .../sessions/{id}`, the final session state) and deletes the session. The server runs
+  AgentTools itself, so the calls made inside them are not in its events and cannot be seen from here.
+- `http://...` / `https://...`: a generic JSON endpoint (`HttpAgent`). Each turn is
+  `POST url` with `{"prompt": str, "session_id": str, "user_id": str, "state": dict}` (the session id is the
+  same for every turn of a case run; `state` is the session state so far). The answer is JSON:
+  `{"response": str, "trajectory" | "predicted_trajectory": [{"tool_name": str, "tool_input": dict}],
+  "state": dict?}` (also accepted: a bare string, or `{"response", "tool_calls": [{name, args, id?,
+  response?}]}`); a returned `state` replaces the session state, so a stateless server can carry it over.
+
+Errors: timeouts (`request_timeout`, 120 s by default), lost connections and HTTP 408 / 429 / 5xx are
+`TransientAgentError`s, retried by the flow; any other HTTP error or an unreadable answer fails the case run.
+
+Fingerprint: the URL, plus the environment variable `AGENT_EVAL_AGENT_VERSION` when it is set. A remote agent's
+code cannot be hashed, so set (or change) that variable when the agent behind the URL changes, or the flow's
+cache will serve runs of the old version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import httpx
+from google.genai import types as genai_types
+from pydantic import PrivateAttr
+
+from agent_eval.agents.adk_agent import EventView, token_counts, turn_from_events
+from agent_eval.agents.base import AgentSession, AgentTurn, TransientAgentError
+from agent_eval.agents.callable import to_agent_turn
+from agent_eval.agents.conversation import TurnAgent, fresh_session
+from agent_eval.errors import EvalInputError
+from agent_eval.schema import EvalCase
+
+__all__ = [
+    "ADK_API_SCHEMES",
+    "AGENT_VERSION_ENV",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "AdkApiAgent",
+    "HttpAgent",
+    "is_http_reference",
+    "resolve_http_agent",
+]
+
+AGENT_VERSION_ENV = "AGENT_EVAL_AGENT_VERSION"
+ADK_API_SCHEMES = ("adk-api+http://", "adk-api+https://")
+DEFAULT_REQUEST_TIMEOUT = 120.0
+_TRANSIENT_STATUS = frozenset({408, 429})
+
+
+def is_http_reference(reference: str) -> bool:
+    """Whether the reference names an HTTP agent (`http(s)://...` or `adk-api+http(s)://...`)."""
+    return reference.startswith(("http://", "https://", *ADK_API_SCHEMES))
+
+
+def resolve_http_agent(reference: str) -> TurnAgent:
+    """The HTTP agent a reference names (module docstring).
+
+    Raises:
+        EvalInputError: an `adk-api+` reference without an app name, or a URL without a host.
+    """
+    url = reference.removeprefix("adk-api+")
+    if not httpx.URL(url).host:
+        raise EvalInputError(f"agent URL {reference!r} has no host", field="agent")
+    if not reference.startswith(ADK_API_SCHEMES):
+        return HttpAgent(url)
+    base, _, app_name = url.rstrip("/").rpartition("/")
+    if not app_name or not httpx.URL(base).host:
+        raise EvalInputError(
+            f"ADK api_server reference {reference!r} needs the app name: adk-api+http://HOST:PORT/APP_NAME",
+            field="agent",
+        )
+    return AdkApiAgent(base, app_name, reference=reference)
+
+
+class _HttpSession(AgentSession):
+    """An `AgentSession` holding the case run's HTTP client."""
+
+    _client: httpx.AsyncClient = PrivateAttr()
+
+
+class _HttpTurnAgent(TurnAgent):
+    """What both HTTP adapters share: the reference, the fingerprint, one client per case run, error mapping."""
+
+    def __init__(self, reference: str, request_timeout: float) -> None:
+        self._reference = reference
+        self.request_timeout = request_timeout
+        version = os.environ.get(AGENT_VERSION_ENV, "")
+        self._fingerprint = hashlib.sha256(f"{reference}\n{version}".encode()).hexdigest()[:16]
+
+    @property
+    def reference(self) -> str:
+        """The reference (URL) the agent was resolved from."""
+        return self._reference
+
+    @property
+    def code_fingerprint(self) -> str:
+        """Hash of the URL and `$AGENT_EVAL_AGENT_VERSION`."""
+        return self._fingerprint
+
+    async def open_session(self, case: EvalCase) -> AgentSession:
+        """A fresh session (from the case's `session_input`) with its own HTTP client."""
+        session = _HttpSession.model_validate(fresh_session(case).model_dump())
+        session._client = httpx.AsyncClient(timeout=self.request_timeout)
+        return session
+
+    async def close_session(self, session: AgentSession) -> None:
+        """Close the case run's HTTP client."""
+        await _client(session).aclose()
+
+    async def _post(self, session: AgentSession, url: str, payload: dict[str, Any]) -> Any:
+        """POST JSON and return the decoded JSON answer.
+
+        Raises:
+            TransientAgentError: timeout, connection error, HTTP 408 / 429 / 5xx.
+            RuntimeError: another HTTP error status, or an answer that is not JSON.
+        """
+        try:
+            response = await _client(session).post(url, json=payload)
+        except httpx.TimeoutException as error:
+            raise TransientAgentError(f"timed out after {self.request_timeout} s: POST {url}") from error
+        except httpx.TransportError as error:
+            raise TransientAgentError(f"{type(error).__name__} on POST {url}: {error}") from error
+        _check_status(response)
+        try:
+            return response.json()
+        except ValueError as error:
+            raise RuntimeError(f"POST {url} answered with non-JSON: {response.text[:200]!r}") from error
+
+
+def _client(session: AgentSession) -> httpx.AsyncClient:
+    assert isinstance(session, _HttpSession), "sessions come from the adapter's open_session"
+    return session._client
+
+
+def _check_status(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    message = f"HTTP {response.status_code} from {response.request.method} {response.url}: {response.text[:200]}"
+    if response.status_code in _TRANSIENT_STATUS or response.status_code >= 500:
+        raise TransientAgentError(message)
+    raise RuntimeError(message)
+
+
+# -------------------------------------------------------------------------------------- generic JSON endpoint
+class HttpAgent(_HttpTurnAgent):
+    """An agent behind a generic JSON endpoint (protocol in the module docstring).
+
+    Args:
+        url: the endpoint; each turn is one POST to it.
+        request_timeout: seconds one request may take (then a transient error, retried by the flow).
+    """
+
+    def __init__(self, url: str, *, request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+        super().__init__(url, request_timeout)
+        self.url = url
+
+    async def answer(self, message: str, session: AgentSession) -> AgentTurn:
+        """POST the message with the session id and state; read the response and the trajectory."""
+        payload = {"prompt": message, "session_id": session.session_id, "user_id": session.user_id}
+        data = await self._post(session, self.url, payload | {"state": session.state})
+        if isinstance(data, dict):
+            if isinstance(data.get("state"), dict):
+                session.state = data["state"]
+            data = {key: value for key, value in data.items() if key != "state"}
+            if "trajectory" in data:
+                data["predicted_trajectory"] = data.pop("trajectory")
+        try:
+            return to_agent_turn(data)
+        except TypeError as error:
+            raise RuntimeError(f"{self.url} answered with an unreadable turn: {error}") from None
+
+
+# ------------------------------------------------------------------------------------------ ADK api_server
+class AdkApiAgent(_HttpTurnAgent):
+    """An app of an ADK api_server (`adk api_server`), over its REST API (module docstring).
+
+    Args:
+        base_url: the server, e.g. `http://127.0.0.1:8000` (with its path prefix, if any).
+        app_name: the app (agent folder) to run; it overrides the case's `session_input.app_name`.
+        reference: the reference string (default: `adk-api+BASE_URL/APP_NAME`).
+        request_timeout: seconds one request may take (then a transient error, retried by the flow).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        app_name: str,
+        *,
+        reference: str | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
+        super().__init__(reference or f"adk-api+{base_url.rstrip('/')}/{app_name}", request_timeout)
+        self.base_url = base_url.rstrip("/")
+        self.app_name = app_name
+
+    async def open_session(self, case: EvalCase) -> AgentSession:
+        """Create the server-side session with the case's user, session id and state."""
+        session = await super().open_session(case)
+        session.app_name = self.app_name
+        payload = {"session_id": session.session_id, "state": session.state}
+        try:
+            await self._post(session, self._sessions_url(session), payload)
+        except BaseException:
+            await _client(session).aclose()  # run_case closes only the sessions it got
+            raise
+        return session
+
+    async def answer(self, message: str, session: AgentSession) -> AgentTurn:
+        """`POST /run` with the user message; the turn is read from the returned events."""
+        new_message = genai_types.Content(role="user", parts=[genai_types.Part(text=message)])
+        payload = {
+            "app_name": self.app_name,
+            "user_id": session.user_id,
+            "session_id": session.session_id,
+            "new_message": new_message.model_dump(mode="json", exclude_none=True),
+        }
+        events = await self._post(session, f"{self.base_url}/run", payload)
+        if not isinstance(events, list):
+            raise RuntimeError(f"{self.base_url}/run answered with {type(events).__name__}, not a list of events")
+        return turn_from_events([view_of_json_event(event) for event in events if isinstance(event, dict)])
+
+    async def close_session(self, session: AgentSession) -> None:
+        """Read the final session state, delete the server-side session (both best effort), close the client."""
+        url = f"{self._sessions_url(session)}/{session.session_id}"
+        try:
+            response = await _client(session).get(url)
+            if response.is_success and isinstance(state := response.json().get("state"), dict):
+                session.state = state
+            await _client(session).delete(url)
+        except (httpx.HTTPError, ValueError, AttributeError):
+            pass  # the turns are recorded; a lost final state must not fail the case run
+        await super().close_session(session)
+
+    def _sessions_url(self, session: AgentSession) -> str:
+        return f"{self.base_url}/apps/{self.app_name}/users/{session.user_id}/sessions"
+
+
+def view_of_json_event(event: dict[str, Any]) -> EventView:
+    """An api_server event (JSON, camelCase or snake_case keys) as an `EventView`; `final` follows ADK's
+    `Event.is_final_response()`."""
+    content = _field(event, "content") or {}
+    parts = tuple(genai_types.Part.model_validate(part) for part in content.get("parts") or [])
+    usage = _field(event, "usage_metadata")
+    input_tokens, output_tokens = token_counts(
+        genai_types.GenerateContentResponseUsageMetadata.model_validate(usage) if usage else None
+    )
+    partial = bool(_field(event, "partial"))
+    actions = _field(event, "actions") or {}
+    has_calls = any(part.function_call or part.function_response for part in parts)
+    trailing_code_result = bool(parts) and parts[-1].code_execution_result is not None
+    final = bool(_field(actions, "skip_summarization") or _field(event, "long_running_tool_ids")) or (
+        not has_calls and not partial and not trailing_code_result
+    )
+    return EventView(parts=parts, final=final, partial=partial, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def _field(data: dict[str, Any], snake_name: str) -> Any:
+    """`data[snake_name]`, or its camelCase spelling (ADK's server writes camelCase)."""
+    if snake_name in data:
+        return data[snake_name]
+    head, *rest = snake_name.split("_")
+    return data.get(head + "".join(word.capitalize() for word in rest))
