@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.io import InputFormat
-from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, EvalRequest, prepare
+from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, EvalRequest, prepare
 from agent_eval.report.models import RunReport
 from agent_eval.schema import EvalConfig
 from agent_eval.settings import home_dir
@@ -27,6 +27,7 @@ def evaluate(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
     refresh_cache: bool = False,
+    turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
 
@@ -43,6 +44,7 @@ def evaluate(
         max_concurrency: agent invocations at once.
         db_url: store URL; default `$AGENT_EVAL_DB_URL` or the SQLite file.
         refresh_cache: invoke the agent even where a cached run exists.
+        turn_timeout_seconds: seconds one agent turn may take before it is interrupted (and retried).
 
     Returns:
         The run report (also persisted in the store).
@@ -59,6 +61,7 @@ def evaluate(
         max_concurrency=max_concurrency,
         db_url=db_url,
         refresh_cache=refresh_cache,
+        turn_timeout_seconds=turn_timeout_seconds,
     )
     prepare(request)  # bad input fails here, before Prefect starts
     from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs

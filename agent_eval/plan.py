@@ -23,6 +23,7 @@ from agent_eval.schema import EvalCase, EvalConfig, EvalMetric, EvalSet
 __all__ = ["CaseRunKey", "EvalPlan", "EvalRequest", "prepare"]
 
 DEFAULT_MAX_CONCURRENCY = 8
+DEFAULT_TURN_TIMEOUT_SECONDS = 300.0
 
 
 class EvalRequest(BaseModel):
@@ -49,6 +50,11 @@ class EvalRequest(BaseModel):
     )
     db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
     refresh_cache: bool = Field(default=False, description="Invoke the agent even where a cached run exists.")
+    turn_timeout_seconds: float | None = Field(
+        default=DEFAULT_TURN_TIMEOUT_SECONDS,
+        gt=0,
+        description="Seconds one agent turn may take before it is interrupted and retried (None: no limit).",
+    )
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,8 @@ def prepare(request: EvalRequest) -> EvalPlan:
     eval_sets = load_eval_sets(request.paths, format=request.format)
     config, config_file = _config(request)
     metrics = REGISTRY.resolve(config, config_file=config_file)
-    agent = _with_simulator(resolve_agent(_agent_reference(request, eval_sets)), eval_sets, config)
+    agent = _with_turn_timeout(resolve_agent(_agent_reference(request, eval_sets)), request.turn_timeout_seconds)
+    agent = _with_simulator(agent, eval_sets, config)
     if isinstance(agent, GenaiAgent):
         agent.check_credentials()
     return EvalPlan(
@@ -101,6 +108,15 @@ def prepare(request: EvalRequest) -> EvalPlan:
         metrics=metrics,
         agent=agent,
     )
+
+
+def _with_turn_timeout(agent: Agent, seconds: float | None) -> Agent:
+    """A copy of a `TurnAgent` whose turns time out after `seconds` (unless the agent sets its own limit)."""
+    if not isinstance(agent, TurnAgent) or agent.turn_timeout is not None:
+        return agent
+    timed = copy.copy(agent)  # the user's agent object is left as it was
+    timed.turn_timeout = seconds
+    return timed
 
 
 def _with_simulator(agent: Agent, eval_sets: list[EvalSet], config: EvalConfig) -> Agent:

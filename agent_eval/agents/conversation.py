@@ -136,6 +136,10 @@ class TurnAgent(ABC):
         try:
             async with asyncio.timeout(self.turn_timeout):
                 return bound_turn(await self.answer(content_text(user_content), session))
+        except TimeoutError as error:
+            if str(error):
+                raise
+            raise TimeoutError(f"turn {index + 1} took longer than {self.turn_timeout:g} s") from None
         except Exception as error:
             if is_transient(error):
                 raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from agent_eval.agents import AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
@@ -39,3 +40,11 @@ def always_transient_agent(message: str, session: AgentSession) -> AgentTurn:
     """Never succeeds: every call is a transient failure."""
     CALLS["transient:" + message] += 1
     raise TransientAgentError("429 rate limited")
+
+
+async def hanging_agent(message: str, session: AgentSession) -> AgentTurn:
+    """Never answers messages containing 'hang'; answers others like `echo_agent`."""
+    if "hang" in message:
+        CALLS["hang:" + message] += 1
+        await asyncio.sleep(3600)
+    return echo_agent(message, session)

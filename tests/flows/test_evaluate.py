@@ -132,3 +132,15 @@ def test_an_agent_failing_after_all_retries_is_recorded(tmp_path: Path, sqlite_u
     assert case.failure == 1
     assert case.agent_run.error == "TransientAgentError: 429 rate limited"
     assert _count(sqlite_url, CaseRecord, run_id=report.run_id, failure=1) == 1
+
+
+def test_a_hanging_agent_is_interrupted_retried_and_recorded(tmp_path: Path, sqlite_url: str) -> None:
+    eval_file, messages = write_echo_set(tmp_path, ["hang_forever", "quick"])
+
+    report = evaluate(eval_file, agent=f"{AGENTS}:hanging_agent", db_url=sqlite_url, turn_timeout_seconds=0.2)
+
+    by_id = {case.eval_id: case for case in report.cases}
+    assert agents_for_tests.CALLS["hang:" + messages["hang_forever"]] == 4  # 1 try + 3 retries, each cut off
+    assert by_id["hang_forever"].failure == 1
+    assert by_id["hang_forever"].agent_run.error == "TimeoutError: turn 1 took longer than 0.2 s"
+    assert by_id["quick"].passed
