@@ -5,10 +5,8 @@ from agent_eval.judge.cache import JudgeCache
 from agent_eval.judge.client import ClientJudge, GenaiJudge, OpenAIJudge, close_judge_clients, make_judge
 from agent_eval.judge.credentials import JUDGE_CREDENTIALS_HELP, check_judge_credentials
 from agent_eval.judge.policy import JudgeStats, RetryPolicy
-from agent_eval.judge.prompts import DATA_NOTICE, fence
 
 __all__ = [
-    "DATA_NOTICE",
     "DEFAULT_JUDGE_MODEL",
     "JUDGE_CREDENTIALS_HELP",
     "ClientJudge",
@@ -23,6 +21,5 @@ __all__ = [
     "RetryPolicy",
     "check_judge_credentials",
     "close_judge_clients",
-    "fence",
     "make_judge",
 ]

@@ -1,7 +1,19 @@
 """Metrics: one registry for built-in and custom metrics, all with ADK's metric signature."""
 
 # Importing the metric modules registers the built-ins.
-from agent_eval.metrics import adk_rust, custom, efficiency, response, tool_match, trajectory, vertex  # noqa: F401
+from agent_eval.metrics import (  # noqa: F401
+    adk_rust,
+    custom,
+    efficiency,
+    judged,
+    judged_rubrics,
+    judged_rust,
+    judged_user_simulator,
+    response,
+    tool_match,
+    trajectory,
+    vertex,
+)
 from agent_eval.metrics.registry import REGISTRY, MetricRegistry, MetricSpec, metric
 from agent_eval.metrics.response import response_match_score, rouge1_fmeasure
 from agent_eval.metrics.scoring import score_case_run, score_criterion

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_eval.metrics.common import MetricNotApplicable
 from agent_eval.metrics.custom import call_metric
+from agent_eval.metrics.judged_rubrics import with_case_rubrics
 from agent_eval.metrics.registry import MetricSpec
 from agent_eval.report.models import InvocationScore, MetricResult
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult
@@ -40,9 +41,9 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
     if run.failed:
         return record.model_copy(update={"explanation": f"not scored: the agent failed ({run.error})"})
     try:
-        outcome = call_metric(
-            spec.function, eval_metric, run.invocations, case.conversation, case.conversation_scenario
-        )
+        # As ADK does before any metric runs: the case's rubrics join every actual invocation's own.
+        actual = with_case_rubrics(case.rubrics, run.invocations) if case.rubrics else run.invocations
+        outcome = call_metric(spec.function, eval_metric, actual, case.conversation, case.conversation_scenario)
         if inspect.isawaitable(outcome):
             outcome = await outcome
         result = _as_evaluation_result(outcome)
@@ -93,15 +94,18 @@ def _fill(record: MetricResult, spec: MetricSpec, result: EvaluationResult) -> M
         )
     status = EvalStatus.INFORMATIONAL if spec.informational and score is not None else result.overall_eval_status
     per_invocation = [
-        InvocationScore(score=r.score, status=r.eval_status, explanation=r.explanation)
+        InvocationScore(score=r.score, status=r.eval_status, explanation=r.explanation, rubric_scores=r.rubric_scores)
         for r in result.per_invocation_results
     ]
+    details = dict(result.details)
+    if result.overall_rubric_scores:
+        details["overall_rubric_scores"] = [s.model_dump(mode="json") for s in result.overall_rubric_scores]
     return record.model_copy(
         update={
             "score": score,
             "status": status,
             "explanation": result.explanation,
             "per_invocation": per_invocation,
-            "details": result.details,
+            "details": details,
         }
     )

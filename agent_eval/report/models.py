@@ -7,7 +7,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.schema import AgentRun, EvalStatus, Invocation
+from agent_eval.schema import AgentRun, EvalStatus, Invocation, RubricScore
 
 __all__ = ["CaseResult", "InvocationScore", "JsonFormat", "MetricResult", "RunReport", "RunSummary"]
 
@@ -23,6 +23,7 @@ class InvocationScore(BaseModel):
     score: float | None = None
     status: EvalStatus = EvalStatus.NOT_EVALUATED
     explanation: str | None = None
+    rubric_scores: list[RubricScore] | None = None
 
 
 class MetricResult(BaseModel):

@@ -82,7 +82,7 @@ def test_save_report_writes_every_row_and_value(store_url: str) -> None:
         metrics = session.exec(select(MetricRecord).order_by(col(MetricRecord.id))).all()
         assert [(m.score, m.status, m.threshold) for m in metrics] == [(0.75, 1, 0.5), (None, 3, 0.5)]
         assert metrics[0].details == {"alignment": [[0, 0]]}
-        assert metrics[0].per_invocation == [{"score": 0.75, "status": 1, "explanation": None}]
+        assert metrics[0].per_invocation == [{"score": 0.75, "status": 1, "explanation": None, "rubric_scores": None}]
     cases = load_case_records("run-1", engine)
     assert [(c.eval_id, c.status, c.failure, c.error) for c in cases] == [
         ("ok", 1, 0, None),
