@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ def evaluate(
     db_url: str | None = None,
     refresh_cache: bool = False,
     turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
+    tags: Sequence[str] = (),
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
 
@@ -45,6 +47,7 @@ def evaluate(
         db_url: store URL; default `$AGENT_EVAL_DB_URL` or the SQLite file.
         refresh_cache: invoke the agent even where a cached run exists.
         turn_timeout_seconds: seconds one agent turn may take before it is interrupted (and retried).
+        tags: labels stored with the run.
 
     Returns:
         The run report (also persisted in the store).
@@ -62,6 +65,7 @@ def evaluate(
         db_url=db_url,
         refresh_cache=refresh_cache,
         turn_timeout_seconds=turn_timeout_seconds,
+        tags=list(tags),
     )
     prepare(request)  # bad input fails here, before Prefect starts
     from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs

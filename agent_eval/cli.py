@@ -1,6 +1,10 @@
 """The `agent-eval` command line; each command calls the public API only.
 
-Exit codes: 0 every case passed, 1 some case failed, 2 bad input (one line on stderr, nothing run).
+Commands: `run` (evaluate and store a run), `history` (stored runs, newest first), `show RUN_ID` (one run's
+summary and failures), `compare RUN_A RUN_B` (metric means and changed cases).
+
+Exit codes: `run`: 0 every case passed, 1 some case failed; every command: 2 bad input, an unknown run id or
+a store that cannot be opened (one line on stderr, nothing run); `history`, `show`, `compare` exit 0 otherwise.
 
 Prefect's console output is kept to warnings unless `--verbose`; with no `PREFECT_API_URL` the flow runs on
 Prefect's temporary local server, whose own shutdown chatter is silenced (set the variables yourself to
@@ -10,13 +14,17 @@ override any of these defaults).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import ArgumentError, OperationalError
 
 from agent_eval.errors import EvalInputError
-from agent_eval.plan import DEFAULT_MAX_CONCURRENCY
+from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 __all__ = ["main"]
 
@@ -26,6 +34,13 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-eval", description="Evaluate AI agents with Prefect.")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_run_parser(commands)
+    _add_history_parsers(commands)
+    return parser
+
+
+def _add_run_parser(commands: Any) -> None:
+    """`run`: evaluate an agent on eval files."""
     run = commands.add_parser("run", help="evaluate an agent on eval files and store the run")
     run.add_argument("paths", nargs="+", help="eval files or folders; FILE:case1,case2 selects cases")
     run.add_argument(
@@ -49,12 +64,34 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
     run.add_argument("--refresh-cache", action="store_true", help="invoke the agent even when cached")
     run.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=DEFAULT_TURN_TIMEOUT_SECONDS,
+        help=f"seconds one agent turn may take before it is interrupted (default {DEFAULT_TURN_TIMEOUT_SECONDS:g})",
+    )
+    run.add_argument("--tag", action="append", default=[], help="a label stored with the run (repeatable)")
+    run.add_argument(
         "--output-dir",
         help="also write the Vertex AI tables (CSV, JSON), report.json, rust_report.json and ADK "
         "*.evalset_result.json files into this folder",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
-    return parser
+
+
+def _add_history_parsers(commands: Any) -> None:
+    """`history`, `show` and `compare`: read the store, each with `--db-url` and `--json`."""
+    history = commands.add_parser("history", help="stored runs, newest first, with pass rate and metric means")
+    history.add_argument("--eval-set", help="only runs that evaluated this eval set id")
+    history.add_argument("--agent", help="only runs of this agent reference")
+    history.add_argument("--limit", type=_positive, default=20, help="at most N runs (default 20)")
+    show = commands.add_parser("show", help="the summary and failures of one stored run")
+    show.add_argument("run_id", help="a run id from `agent-eval history`")
+    compare = commands.add_parser("compare", help="compare run B with run A: metric means, changed cases")
+    compare.add_argument("run_a", help="the baseline run id")
+    compare.add_argument("run_b", help="the run id to compare with it")
+    for command in (history, show, compare):
+        command.add_argument("--json", action="store_true", help="print JSON instead of text")
+        command.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
 
 
 def _quiet_prefect(verbose: bool) -> None:
@@ -76,12 +113,15 @@ def _positive(text: str) -> int:
     return value
 
 
-def _prepare_output_dir(folder: str) -> None:
-    """Create the output folder before anything runs, so a bad path fails fast as bad input."""
-    try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise EvalInputError(f"cannot create the output folder: {error.strerror}", file=folder) from None
+def _check_output_dir(folder: str) -> None:
+    """Fail fast, as bad input and before anything runs, when the output folder could not be created; nothing
+    is created until the run has finished."""
+    path = Path(folder).absolute()
+    if path.exists() and not path.is_dir():
+        raise EvalInputError("the output folder is a file", file=folder)
+    existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise EvalInputError(f"cannot create the output folder: {existing} is not a writable folder", file=folder)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -90,7 +130,7 @@ def run_command(args: argparse.Namespace) -> int:
     from agent_eval.report import format_summary, write_outputs
 
     if args.output_dir:
-        _prepare_output_dir(args.output_dir)
+        _check_output_dir(args.output_dir)
     report = evaluate(
         args.paths,
         agent=args.agent,
@@ -100,6 +140,8 @@ def run_command(args: argparse.Namespace) -> int:
         max_concurrency=args.max_concurrency,
         db_url=args.db_url,
         refresh_cache=args.refresh_cache,
+        turn_timeout_seconds=args.turn_timeout,
+        tags=args.tag,
     )
     print(format_summary(report))
     if args.output_dir:
@@ -108,15 +150,67 @@ def run_command(args: argparse.Namespace) -> int:
     return EXIT_OK if report.all_passed() else EXIT_FAILED
 
 
+def history_command(args: argparse.Namespace) -> int:
+    """`agent-eval history`: one line (or JSON object) per stored run, newest first."""
+    from agent_eval.history import format_history, history, history_json
+
+    frame = history(eval_set=args.eval_set, agent=args.agent, limit=args.limit, db_url=args.db_url)
+    print(history_json(frame) if args.json else format_history(frame))
+    return EXIT_OK
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """`agent-eval show`: the stored run's summary, as `run` printed it (its report JSON with `--json`)."""
+    from agent_eval.history import run_info, show
+    from agent_eval.report import format_summary
+
+    report = show(args.run_id, db_url=args.db_url)
+    if args.json:
+        print(report.to_json())
+        return EXIT_OK
+    status = run_info(args.run_id, db_url=args.db_url).status
+    if status != "completed":
+        print(f"Status: {status} ({len(report.cases)} case runs recorded)")
+    print(format_summary(report))
+    return EXIT_OK
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """`agent-eval compare`: per-metric means of both runs and the shared case runs that changed."""
+    from agent_eval.history import compare, format_comparison
+
+    comparison = compare(args.run_a, args.run_b, db_url=args.db_url)
+    print(
+        json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) if args.json else format_comparison(comparison)
+    )
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": run_command,
+    "history": history_command,
+    "show": show_command,
+    "compare": compare_command,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agent-eval` console script."""
     args = _parser().parse_args(argv)
-    _quiet_prefect(args.verbose)
+    _quiet_prefect(getattr(args, "verbose", False))
     try:
-        return run_command(args)
-    except EvalInputError as error:
-        print(f"agent-eval: error: {error.one_line()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return COMMANDS[args.command](args)
+    except EvalInputError as error:  # and RunNotFoundError: an unknown run id
+        return _bad_input(error.one_line())
+    except (ArgumentError, OperationalError) as error:  # a store URL that cannot be used or reached
+        if args.command == "run":
+            raise
+        return _bad_input(f"cannot read the store: {str(error).splitlines()[0]}")
+
+
+def _bad_input(line: str) -> int:
+    print(f"agent-eval: error: {line}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

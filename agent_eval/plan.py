@@ -17,7 +17,10 @@ from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
 from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
 from agent_eval.io import InputFormat, config_from_data, find_config_file, load_eval_config, load_eval_sets
+from agent_eval.judge import check_judge_credentials
 from agent_eval.metrics import REGISTRY, MetricSpec
+from agent_eval.metrics.common import criterion_options
+from agent_eval.metrics.judged import JudgedOptions
 from agent_eval.schema import EvalCase, EvalConfig, EvalMetric, EvalSet
 
 __all__ = ["CaseRunKey", "EvalPlan", "EvalRequest", "prepare"]
@@ -50,6 +53,7 @@ class EvalRequest(BaseModel):
     )
     db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
     refresh_cache: bool = Field(default=False, description="Invoke the agent even where a cached run exists.")
+    tags: list[str] = Field(default_factory=list, description="Labels stored with the run (e.g. a release).")
     turn_timeout_seconds: float | None = Field(
         default=DEFAULT_TURN_TIMEOUT_SECONDS,
         gt=0,
@@ -96,6 +100,7 @@ def prepare(request: EvalRequest) -> EvalPlan:
     eval_sets = load_eval_sets(request.paths, format=request.format)
     config, config_file = _config(request)
     metrics = REGISTRY.resolve(config, config_file=config_file)
+    _check_judges(metrics)
     agent = _with_turn_timeout(resolve_agent(_agent_reference(request, eval_sets)), request.turn_timeout_seconds)
     agent = _with_simulator(agent, eval_sets, config)
     if isinstance(agent, GenaiAgent):
@@ -108,6 +113,23 @@ def prepare(request: EvalRequest) -> EvalPlan:
         metrics=metrics,
         agent=agent,
     )
+
+
+def _check_judges(metrics: list[tuple[EvalMetric, MetricSpec]]) -> None:
+    """Judged metrics (options `JudgedOptions`) need judge credentials: checked now, so a missing key fails in
+    one line before any agent runs.
+
+    Raises:
+        EvalInputError: the judge model's backend has no credentials; the message names the variables to set.
+    """
+    for eval_metric, spec in metrics:
+        model = spec.options
+        if isinstance(model, type) and issubclass(model, JudgedOptions):
+            judge = criterion_options(eval_metric, model).judge_model_options
+            try:
+                check_judge_credentials(judge.judge_model)
+            except EvalInputError as error:
+                raise EvalInputError(error.message, field=f"criteria.{spec.name}") from None
 
 
 def _with_turn_timeout(agent: Agent, seconds: float | None) -> Agent:

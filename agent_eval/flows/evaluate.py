@@ -1,5 +1,9 @@
-"""The `agent-eval` flow: load → invoke (one task per case run) → score (one task per criterion) →
-aggregate → persist → summary artifact."""
+"""The `agent-eval` flow: load → start the run in the store → invoke (one task per case run, each case run
+stored as it finishes) → score (one task per criterion) → aggregate → complete the run → summary artifact.
+
+The run row is `running` from the start and `completed` only when the final transaction has written every
+metric result; a flow that fails or is cancelled on the way marks it `crashed` (see `agent_eval.store`).
+"""
 
 from __future__ import annotations
 
@@ -20,51 +24,95 @@ from agent_eval.report.aggregate import build_report
 from agent_eval.report.console import format_summary, summary_table_rows
 from agent_eval.report.models import MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase
-from agent_eval.tasks import invoke_case, persist_report, score_metric
+from agent_eval.store import RunCreate, get_engine, mark_run_crashed, record_case_run
+from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
+from agent_eval.tasks import invoke_case, persist_report, record_run_start, score_metric
 
 __all__ = ["agent_eval_flow"]
 
 
 @flow(name="agent-eval", log_prints=False)
 async def agent_eval_flow(request: EvalRequest) -> RunReport:
-    """Evaluate an agent on eval sets and persist the report; returns the `RunReport`.
+    """Evaluate an agent on eval sets and persist the run as it goes; returns the `RunReport`.
 
     A case whose agent fails (after retries for transient errors) is recorded with failure=1 and its error;
     the other cases are still scored and everything is persisted.
     """
-    started_at = datetime.now(UTC)
     plan = prepare(request)
-    runs = await _invoke_all(plan)
-    metric_results = await _score_all(plan, runs)
-    report = build_report(
-        run_id=uuid.uuid4().hex,
-        runs=runs,
-        metric_results=metric_results,
-        config=plan.config,
-        eval_set_ids=[s.eval_set_id for s in plan.eval_sets],
-        agent_reference=plan.agent.reference,
-        agent_fingerprint=plan.agent.fingerprint,
-        num_runs=request.num_runs,
-        started_at=started_at,
-        completed_at=datetime.now(UTC),
-        flow_run_id=_flow_run_id(),
-    )
-    persist_report(report, request.db_url)
+    run = _new_run(plan)
+    record_run_start(run, plan.eval_sets, request.db_url)
+    try:
+        report = await _evaluate(plan, run)
+    except BaseException:
+        _mark_crashed(run.id, request.db_url)
+        raise
     await _publish(report)
     return report
 
 
-async def _invoke_all(plan: EvalPlan) -> list[tuple[EvalCase, AgentRun]]:
-    """Every case run, at most `max_concurrency` at once, in plan order."""
+def _mark_crashed(run_id: str, db_url: str | None) -> None:
+    """Best effort: the error that stopped the flow matters more than one that stops this write."""
+    try:
+        mark_run_crashed(run_id, get_engine(db_url))
+    except Exception as error:
+        get_run_logger().warning("could not mark run %s crashed: %s", run_id, error)
+
+
+async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
+    """Invoke, score, aggregate, and complete the run in the store."""
+    runs = await _invoke_all(plan, run.id)
+    metric_results = await _score_all(plan, runs)
+    report = build_report(
+        run_id=run.id,
+        runs=runs,
+        metric_results=metric_results,
+        config=plan.config,
+        eval_set_ids=run.eval_set_ids,
+        agent_reference=run.agent_reference,
+        agent_fingerprint=run.agent_fingerprint,
+        num_runs=run.num_runs,
+        started_at=run.started_at,
+        completed_at=datetime.now(UTC),
+        flow_run_id=run.flow_run_id,
+    )
+    persist_report(report, plan.request.db_url)
+    return report
+
+
+def _new_run(plan: EvalPlan) -> RunCreate:
+    """The run row as the flow starts it: what is evaluated, with what, from where."""
+    started_at = datetime.now(UTC)
+    return RunCreate(
+        id=uuid.uuid4().hex,
+        flow_run_id=_flow_run_id(),
+        deployment_name=deployment_name(),
+        agent_reference=plan.agent.reference,
+        agent_fingerprint=plan.agent.fingerprint,
+        git_commit=git_commit(agent_folder(plan.agent.reference)),
+        config=plan.config.model_dump(mode="json", exclude_none=True),
+        config_hash=plan.config.fingerprint(),
+        eval_set_ids=[s.eval_set_id for s in plan.eval_sets],
+        num_runs=plan.request.num_runs,
+        started_at=started_at,
+        updated_at=started_at,
+        tags=plan.request.tags,
+    )
+
+
+async def _invoke_all(plan: EvalPlan, run_id: str) -> list[tuple[EvalCase, AgentRun]]:
+    """Every case run, at most `max_concurrency` at once, in plan order; each stored as soon as it is done."""
     limit = asyncio.Semaphore(plan.request.max_concurrency)
     invoke = invoke_case.with_options(refresh_cache=True) if plan.request.refresh_cache else invoke_case
+    engine = get_engine(plan.request.db_url)
 
     async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
         async with limit:
             # An async task called with return_state=True gives a coroutine of its final state.
             call = invoke(plan.agent, key.case, key.eval_set_id, key.run_index, return_state=True)
             state = await cast(Awaitable[State[AgentRun]], call)
-        return key.case, await _run_from_state(state, key)
+        run = await _run_from_state(state, key)
+        await asyncio.to_thread(record_case_run, run_id, run, engine)
+        return key.case, run
 
     return list(await asyncio.gather(*(one(key) for key in plan.case_runs())))
 

@@ -1,58 +1,135 @@
-"""SQLModel tables: runs, case results (with the actual invocations as JSON) and metric results."""
+"""SQLModel tables: eval set versions, runs, case results (with the actual invocations) and metric results.
+
+One model family per entity (`RunBase` → `Run(table=True)` / `RunCreate` / `RunRead`). The tables are created
+and changed by the Alembic migrations in `agent_eval/store/migrations` only, never by `create_all`.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from pydantic import field_validator
+from sqlalchemy import JSON, DateTime, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-__all__ = ["CaseRecord", "MetricRecord", "Run", "RunBase", "RunStatus"]
+__all__ = [
+    "CaseRecord",
+    "EvalSetVersion",
+    "MetricRecord",
+    "Run",
+    "RunBase",
+    "RunCreate",
+    "RunEvalSet",
+    "RunRead",
+    "RunStatus",
+    "as_utc",
+]
 
 
 class RunStatus:
-    """Lifecycle of a run row."""
+    """Lifecycle of a run row: `running` from the flow's start, then `completed` or `crashed`."""
 
     RUNNING = "running"
     COMPLETED = "completed"
     CRASHED = "crashed"
 
 
-def _json_column() -> Any:
-    return Field(default=None, sa_column=Column(JSON))
+def _timestamp(*, index: bool = False) -> Any:
+    return Field(default=None, sa_type=DateTime(timezone=True), index=index)
+
+
+def _json(factory: type[list[Any]] | type[dict[str, Any]]) -> Any:
+    return Field(default_factory=factory, sa_type=JSON, nullable=True)
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """A timestamp in UTC: SQLite hands them back naive (they were written in UTC), PostgreSQL in the
+    session's time zone."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class EvalSetVersion(SQLModel, table=True):
+    """One content version of an eval set, kept whole so that runs can be compared on the same cases."""
+
+    __tablename__ = "eval_set_versions"
+
+    content_hash: str = Field(primary_key=True, max_length=64)
+    eval_set_id: str = Field(index=True)
+    content: dict[str, Any] = _json(dict)
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
 
 
 class RunBase(SQLModel):
     """What identifies and summarises an evaluation run."""
 
     flow_run_id: str | None = Field(default=None, index=True)
+    deployment_name: str | None = None
     agent_reference: str = Field(index=True)
     agent_fingerprint: str
+    git_commit: str | None = None
     config_hash: str
     num_runs: int = 1
     status: str = Field(default=RunStatus.RUNNING, index=True)
-    started_at: datetime = Field(sa_type=DateTime(timezone=True))
-    completed_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    started_at: datetime = Field(sa_type=DateTime(timezone=True), index=True)
+    completed_at: datetime | None = _timestamp()
+    updated_at: datetime | None = _timestamp()
     total: int = 0
     passed: int = 0
     failed: int = 0
     pass_rate: float = 0.0
+    eval_set_ids: list[str] = _json(list)
+    tags: list[str] = Field(default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": text("'[]'")})
+    config: dict[str, Any] = _json(dict)
+    summary: dict[str, Any] = _json(dict)
 
 
 class Run(RunBase, table=True):
-    """One evaluation run (one flow run of `agent-eval`)."""
+    """One evaluation run (one flow run of `agent-eval`); `updated_at` is its heartbeat while running."""
 
     __tablename__ = "runs"
 
     id: str = Field(primary_key=True, max_length=64)
-    eval_set_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
-    config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    summary: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class RunCreate(RunBase):
+    """A run as the flow starts it (status `running`)."""
+
+    id: str
+
+
+class RunRead(RunBase):
+    """A run as read back, timestamps in UTC."""
+
+    id: str
+
+    @field_validator("started_at", "completed_at", "updated_at", mode="after")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value)
+
+
+class RunEvalSet(SQLModel, table=True):
+    """Which eval sets a run evaluated, and which version of each (the order is the run's `eval_set_ids`).
+
+    `eval_set_hash` is None for runs of the first release and runs saved without their eval sets.
+    """
+
+    __tablename__ = "run_eval_sets"
+
+    run_id: str = Field(foreign_key="runs.id", primary_key=True, max_length=64)
+    eval_set_id: str = Field(primary_key=True, index=True)
+    eval_set_hash: str | None = Field(default=None, foreign_key="eval_set_versions.content_hash", max_length=64)
 
 
 class CaseRecord(SQLModel, table=True):
-    """One run of one eval case: what the agent did, and whether the case passed."""
+    """One run of one eval case: what the agent did, and whether the case passed.
+
+    Written as soon as the agent's invocation finishes (status FAILED when the agent failed, else
+    NOT_EVALUATED); the final status is set when the run completes.
+    """
 
     __tablename__ = "case_results"
     __table_args__ = (UniqueConstraint("run_id", "eval_set_id", "eval_id", "run_index"),)
@@ -67,14 +144,19 @@ class CaseRecord(SQLModel, table=True):
     error: str | None = None
     latency_seconds: float = 0.0
     attempts: int = 1
-    actual_invocations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
-    token_usage: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    actual_invocations: list[dict[str, Any]] = _json(list)
+    token_usage: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    final_session_state: dict[str, Any] | None = Field(default=None, sa_type=JSON)
 
 
 class MetricRecord(SQLModel, table=True):
-    """One metric on one case run: score, status against the threshold, explanation, per-turn details."""
+    """One metric on one case run: score, status against the threshold, explanation, per-turn details.
+
+    `details` is the metric's free-form JSON (alignments, judge samples and their verdicts).
+    """
 
     __tablename__ = "metric_results"
+    __table_args__ = (Index("ix_metric_results_case_metric", "case_result_id", "metric_name", unique=True),)
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="runs.id", index=True, max_length=64)
@@ -85,5 +167,5 @@ class MetricRecord(SQLModel, table=True):
     threshold: float | None = None
     explanation: str | None = None
     error: str | None = None
-    per_invocation: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
-    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    per_invocation: list[dict[str, Any]] = _json(list)
+    details: dict[str, Any] = _json(dict)

@@ -1,48 +1,232 @@
-"""Writing run reports to the store and reading runs back."""
+"""Writing runs to the store: incrementally as the flow goes, or a whole report in one transaction.
+
+The life of a run row (see `agent_eval.flows.evaluate`):
+
+1. `start_run`: the run with status `running`, the eval set versions it evaluates;
+2. `record_case_run`: each case run as soon as the agent's invocation finished (its final status comes later);
+3. `complete_run`: in one transaction, the final case statuses, every metric result, the summary, `completed`.
+
+A run that never gets to 3 never looks complete. The crash-marking rule: a flow that fails or is cancelled
+marks its own run `crashed` (`mark_run_crashed`); a process killed outright leaves it `running`, and
+`mark_stale_runs(older_than)` marks `crashed` every running run whose last write (`updated_at`, its heartbeat
+bumped by every case run written) is older than that.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from agent_eval.report.models import CaseResult, RunReport
+from agent_eval.schema import AgentRun, EvalSet, EvalStatus, content_hash
 from agent_eval.store.engine import get_engine
-from agent_eval.store.models import CaseRecord, MetricRecord, Run, RunStatus
+from agent_eval.store.models import CaseRecord, EvalSetVersion, MetricRecord, Run, RunCreate, RunEvalSet, RunStatus
 
-__all__ = ["list_runs", "load_case_records", "save_report"]
+__all__ = [
+    "complete_run",
+    "mark_run_crashed",
+    "mark_stale_runs",
+    "record_case_run",
+    "save_report",
+    "start_run",
+]
+
+CaseKey = tuple[str, str, int]
 
 
-def save_report(report: RunReport, engine: Engine | None = None) -> str:
-    """Persist a run with all its case and metric results in one transaction; returns the run id."""
-    engine = engine or get_engine()
-    with Session(engine) as session, session.begin():
-        session.add(_run_row(report))
+def start_run(run: RunCreate, eval_sets: Sequence[EvalSet] = (), engine: Engine | None = None) -> str:
+    """Insert a run (normally status `running`) and the versions of the eval sets it evaluates.
+
+    Args:
+        run: the run row; `tags`, `git_commit` and `deployment_name` are optional provenance.
+        eval_sets: the eval sets as evaluated; each content version is stored once and linked to the run.
+        engine: the store (default: `get_engine()`).
+
+    Returns:
+        The run id.
+    """
+    with Session(engine or get_engine()) as session, session.begin():
+        _add_run(session, Run.model_validate(run), eval_sets)
+    return run.id
+
+
+def record_case_run(run_id: str, agent_run: AgentRun, engine: Engine | None = None) -> None:
+    """Write (or rewrite) one case run as soon as the agent finished it, and bump the run's heartbeat.
+
+    Its status is FAILED when the agent failed, else NOT_EVALUATED until `complete_run` sets the final one.
+    """
+    status = EvalStatus.FAILED if agent_run.failed else EvalStatus.NOT_EVALUATED
+    with Session(engine or get_engine()) as session, session.begin():
+        _upsert_case(session, run_id, agent_run, status, _existing_case(session, run_id, agent_run))
+        session.execute(update(Run).where(col(Run.id) == run_id).values(updated_at=datetime.now(UTC)))
+
+
+def complete_run(report: RunReport, engine: Engine | None = None) -> str:
+    """In one transaction: every case run's final status, every metric result, the summary, `completed`.
+
+    Case runs not yet written are written; metric results written before (a repeated call) are replaced.
+    A run that was never started is inserted whole; one marked `crashed` while still alive becomes `completed`.
+
+    Returns:
+        The run id.
+    """
+    with Session(engine or get_engine()) as session, session.begin():
+        run = session.get(Run, report.run_id)
+        if run is None:
+            session.add(_run_row(report))
+        else:
+            run.sqlmodel_update(_completion(report))
         session.flush()
-        for case in report.cases:
-            record = _case_row(report.run_id, case)
-            session.add(record)
-            session.flush()
-            assert record.id is not None
-            session.add_all(_metric_rows(report.run_id, record.id, case))
+        session.execute(delete(MetricRecord).where(col(MetricRecord.run_id) == report.run_id))
+        _write_cases(session, report)
     return report.run_id
 
 
-def list_runs(engine: Engine | None = None, limit: int = 20) -> list[Run]:
-    """The most recent runs first."""
-    with Session(engine or get_engine()) as session:
-        statement = select(Run).order_by(col(Run.started_at).desc()).limit(limit)
-        return list(session.exec(statement).all())
+def save_report(
+    report: RunReport,
+    engine: Engine | None = None,
+    *,
+    eval_sets: Sequence[EvalSet] = (),
+    tags: Sequence[str] = (),
+) -> str:
+    """Persist a finished run with all its case and metric results in one transaction; returns the run id.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: a run with this id exists (nothing is written).
+    """
+    with Session(engine or get_engine()) as session, session.begin():
+        _add_run(session, _run_row(report, tags), eval_sets)
+        _write_cases(session, report)
+    return report.run_id
 
 
-def load_case_records(run_id: str, engine: Engine | None = None) -> list[CaseRecord]:
-    """The case results of one run, in the order they were written."""
-    with Session(engine or get_engine()) as session:
-        statement = select(CaseRecord).where(CaseRecord.run_id == run_id).order_by(col(CaseRecord.id))
-        return list(session.exec(statement).all())
+def mark_run_crashed(run_id: str, engine: Engine | None = None) -> bool:
+    """Mark one run `crashed` if it is still `running`; returns whether it was."""
+    with Session(engine or get_engine()) as session, session.begin():
+        statement = update(Run).where(col(Run.id) == run_id, col(Run.status) == RunStatus.RUNNING)
+        return bool(session.execute(statement.values(status=RunStatus.CRASHED)).rowcount)  # type: ignore[attr-defined]
 
 
-def _run_row(report: RunReport) -> Run:
+def mark_stale_runs(older_than: timedelta, engine: Engine | None = None, *, now: datetime | None = None) -> list[str]:
+    """Mark `crashed` every `running` run with no write for `older_than`; returns their ids, sorted.
+
+    The last write is the run's heartbeat `updated_at` (its start, then each case run written), or its start
+    for runs of the first release. Pick `older_than` above the slowest single case run of your agents.
+    """
+    cutoff = (now or datetime.now(UTC)) - older_than
+    last_write = func.coalesce(col(Run.updated_at), col(Run.started_at))
+    with Session(engine or get_engine()) as session, session.begin():
+        stale = select(Run.id).where(col(Run.status) == RunStatus.RUNNING, last_write < cutoff)
+        ids = sorted(session.exec(stale).all())
+        if ids:
+            session.execute(update(Run).where(col(Run.id).in_(ids)).values(status=RunStatus.CRASHED))
+    return ids
+
+
+def _add_run(session: Session, run: Run, eval_sets: Sequence[EvalSet]) -> None:
+    """The run row, the eval set versions (each stored once) and the links between them."""
+    versions = {eval_set.eval_set_id: content_hash(eval_set) for eval_set in eval_sets}
+    if eval_sets:
+        _insert_missing_versions(session, eval_sets, versions)
+    session.add(run)
+    session.flush()
+    session.add_all(
+        RunEvalSet(run_id=run.id, eval_set_id=eval_set_id, eval_set_hash=versions.get(eval_set_id))
+        for eval_set_id in dict.fromkeys(run.eval_set_ids or list(versions))
+    )
+
+
+def _insert_missing_versions(session: Session, eval_sets: Sequence[EvalSet], versions: dict[str, str]) -> None:
+    """`INSERT ... ON CONFLICT DO NOTHING` (SQLite and PostgreSQL): two runs may store one version at once."""
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "content_hash": versions[eval_set.eval_set_id],
+            "eval_set_id": eval_set.eval_set_id,
+            "content": eval_set.model_dump(mode="json", exclude_none=True),
+            "created_at": now,
+        }
+        for eval_set in eval_sets
+    ]
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    session.execute(dialect.insert(EvalSetVersion).values(rows).on_conflict_do_nothing())
+
+
+def _existing_case(session: Session, run_id: str, run: AgentRun) -> CaseRecord | None:
+    statement = select(CaseRecord).where(
+        CaseRecord.run_id == run_id,
+        CaseRecord.eval_set_id == run.eval_set_id,
+        CaseRecord.eval_id == run.eval_id,
+        CaseRecord.run_index == run.run_index,
+    )
+    return session.exec(statement).first()
+
+
+def _write_cases(session: Session, report: RunReport) -> None:
+    """Every case run (inserted or updated) with its metric results."""
+    statement = select(CaseRecord).where(CaseRecord.run_id == report.run_id)
+    existing: dict[CaseKey, CaseRecord] = {
+        (r.eval_set_id, r.eval_id, r.run_index): r for r in session.exec(statement).all()
+    }
+    for case in report.cases:
+        key = (case.eval_set_id, case.eval_id, case.run_index)
+        record = _upsert_case(session, report.run_id, case.agent_run, case.status, existing.get(key))
+        assert record.id is not None
+        session.add_all(_metric_rows(report.run_id, record.id, case))
+
+
+def _upsert_case(
+    session: Session, run_id: str, run: AgentRun, status: EvalStatus, record: CaseRecord | None
+) -> CaseRecord:
+    values = _case_values(run_id, run, status)
+    if record is None:
+        record = CaseRecord.model_validate(values)
+    else:
+        record.sqlmodel_update(values)
+    session.add(record)
+    session.flush()
+    return record
+
+
+def _case_values(run_id: str, run: AgentRun, status: EvalStatus) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "eval_set_id": run.eval_set_id,
+        "eval_id": run.eval_id,
+        "run_index": run.run_index,
+        "status": int(status),
+        "failure": 1 if run.failed else 0,
+        "error": run.error,
+        "latency_seconds": run.latency_seconds,
+        "attempts": run.attempts,
+        "actual_invocations": [inv.model_dump(mode="json", exclude_none=True) for inv in run.invocations],
+        "token_usage": run.token_usage.model_dump(mode="json") if run.token_usage else None,
+        "final_session_state": run.final_session_state,
+    }
+
+
+def _completion(report: RunReport) -> dict[str, Any]:
+    """The columns a completed run sets."""
     summary = report.summary
+    return {
+        "status": RunStatus.COMPLETED,
+        "completed_at": report.completed_at,
+        "updated_at": report.completed_at,
+        "total": summary.total,
+        "passed": summary.passed,
+        "failed": summary.failed,
+        "pass_rate": summary.pass_rate,
+        "summary": summary.model_dump(mode="json"),
+    }
+
+
+def _run_row(report: RunReport, tags: Sequence[str] = ()) -> Run:
     return Run(
         id=report.run_id,
         flow_run_id=report.flow_run_id,
@@ -52,31 +236,9 @@ def _run_row(report: RunReport) -> Run:
         config_hash=report.config_hash,
         eval_set_ids=report.eval_set_ids,
         num_runs=report.num_runs,
-        status=RunStatus.COMPLETED,
         started_at=report.started_at,
-        completed_at=report.completed_at,
-        total=summary.total,
-        passed=summary.passed,
-        failed=summary.failed,
-        pass_rate=summary.pass_rate,
-        summary=summary.model_dump(mode="json"),
-    )
-
-
-def _case_row(run_id: str, case: CaseResult) -> CaseRecord:
-    run = case.agent_run
-    return CaseRecord(
-        run_id=run_id,
-        eval_set_id=case.eval_set_id,
-        eval_id=case.eval_id,
-        run_index=case.run_index,
-        status=int(case.status),
-        failure=case.failure,
-        error=run.error,
-        latency_seconds=run.latency_seconds,
-        attempts=run.attempts,
-        actual_invocations=[inv.model_dump(mode="json", exclude_none=True) for inv in run.invocations],
-        token_usage=run.token_usage.model_dump(mode="json") if run.token_usage else None,
+        tags=list(tags),
+        **_completion(report),
     )
 
 

@@ -1,4 +1,5 @@
-"""Thin Prefect tasks over the plain functions: invoke one case run, score one criterion, persist a run."""
+"""Thin Prefect tasks over the plain functions: start a run, invoke one case run, score one criterion, complete
+a run in the store."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ from prefect.tasks import exponential_backoff
 from agent_eval.agents import Agent, AgentFailure, is_transient
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.report.models import MetricResult, RunReport
-from agent_eval.schema import AgentRun, EvalCase, EvalMetric, content_hash
-from agent_eval.store import get_engine, save_report
+from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalSet, content_hash
+from agent_eval.store import RunCreate, complete_run, get_engine, start_run
 
-__all__ = ["CACHE_VERSION", "invocation_cache_key", "invoke_case", "persist_report", "score_metric"]
+__all__ = [
+    "CACHE_VERSION",
+    "invocation_cache_key",
+    "invoke_case",
+    "persist_report",
+    "record_run_start",
+    "score_metric",
+]
 
 CACHE_VERSION = "1"
 """Bumped when `AgentRun` changes shape, so old cached invocations are not read back."""
@@ -68,7 +76,13 @@ async def score_metric(
     return await score_criterion(spec, eval_metric, runs)
 
 
+@task(name="start-run")
+def record_run_start(run: RunCreate, eval_sets: list[EvalSet], db_url: str | None) -> str:
+    """Insert the run with status `running` and the eval set versions it evaluates; returns the run id."""
+    return start_run(run, eval_sets, get_engine(db_url))
+
+
 @task(name="persist-run")
 def persist_report(report: RunReport, db_url: str | None) -> str:
-    """Write the run, its case results and metric results in one transaction; returns the run id."""
-    return save_report(report, get_engine(db_url))
+    """Complete the run in one transaction: final case statuses, metric results, summary; returns the run id."""
+    return complete_run(report, get_engine(db_url))

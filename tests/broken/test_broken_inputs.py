@@ -244,8 +244,7 @@ CASES: list[Broken] = [
            agent="tests.broken.counting_agent"),
     # --- side effects before the input is checked
     Broken("output_dir_not_created_on_bad_input", ("empty.evalset.json",), ("empty.evalset.json", "empty"),
-           extra=("--output-dir", "{tmp}/out"),
-           bug="BUG: the --output-dir folder is created before the input is checked"),
+           extra=("--output-dir", "{tmp}/out")),
 ]  # fmt: skip
 
 
