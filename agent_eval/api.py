@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,9 @@ from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECOND
 from agent_eval.report.models import RunReport
 from agent_eval.schema import EvalConfig
 from agent_eval.settings import home_dir
+from agent_eval.stored_plans import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "rerun", "rescore"]
 
 
 def evaluate(
@@ -30,6 +31,7 @@ def evaluate(
     refresh_cache: bool = False,
     turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
     tags: Sequence[str] = (),
+    baseline_run_id: str | None = None,
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
 
@@ -48,6 +50,7 @@ def evaluate(
         refresh_cache: invoke the agent even where a cached run exists.
         turn_timeout_seconds: seconds one agent turn may take before it is interrupted (and retried).
         tags: labels stored with the run.
+        baseline_run_id: compare with this run (default: the latest comparable completed run).
 
     Returns:
         The run report (also persisted in the store).
@@ -66,11 +69,70 @@ def evaluate(
         refresh_cache=refresh_cache,
         turn_timeout_seconds=turn_timeout_seconds,
         tags=list(tags),
+        baseline_run_id=baseline_run_id,
     )
     prepare(request)  # bad input fails here, before Prefect starts
     from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs
 
-    return asyncio.run(agent_eval_flow(request))
+    return _report_of(_run_flow(agent_eval_flow(request, return_state=True)))
+
+
+def rerun(
+    run_id: str,
+    *,
+    only_failed: bool = False,
+    refresh: bool = False,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    db_url: str | None = None,
+) -> RunReport:
+    """Evaluate a stored run's cases again (all, or only the failed / errored ones) with the same agent and
+    config, through the `agent-eval-rerun` flow; cached invocations are reused unless `refresh`.
+
+    Raises:
+        EvalInputError: no such run, or nothing to run again.
+    """
+    request = RerunRequest(
+        run_id=run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url
+    )
+    plan_rerun(request)
+    from agent_eval.flows import rerun_flow
+
+    return _report_of(_run_flow(rerun_flow(request, return_state=True)))
+
+
+def rescore(
+    run_id: str, config: str | Path | EvalConfig | dict[str, Any] | None = None, *, db_url: str | None = None
+) -> RunReport:
+    """Score a stored run's recorded invocations with `config` (default: its own) through the
+    `agent-eval-rescore` flow, without invoking the agent; stored as a new run linked to the source.
+
+    Raises:
+        EvalInputError: no such run, or a bad config.
+    """
+    request = RescoreRequest(run_id=run_id, config=_config(config), db_url=db_url)
+    plan_rescore(request)
+    from agent_eval.flows import rescore_flow
+
+    return _report_of(_run_flow(rescore_flow(request, return_state=True)))
+
+
+def _run_flow(call: Awaitable[Any]) -> Any:
+    """Run an async flow call to its end, from sync code."""
+
+    async def finish() -> Any:
+        return await call
+
+    return asyncio.run(finish())
+
+
+def _report_of(state: Any) -> RunReport:
+    """The flow's report, whether it ended Completed or Failed (a regression); its error otherwise."""
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, RunReport):
+        return outcome
+    if isinstance(outcome, BaseException):
+        raise outcome
+    raise RuntimeError(f"the flow ended {state.type.value} without a report: {state.message}")
 
 
 def _paths(dataset_or_paths: Any) -> list[str]:

@@ -1,10 +1,12 @@
 """The `agent-eval` command line; each command calls the public API only.
 
-Commands: `run` (evaluate and store a run), `history` (stored runs, newest first), `show RUN_ID` (one run's
-summary and failures), `compare RUN_A RUN_B` (metric means and changed cases).
+Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `rescore RUN_ID` (its
+invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
+failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`.
 
-Exit codes: `run`: 0 every case passed, 1 some case failed; every command: 2 bad input, an unknown run id or
-a store that cannot be opened (one line on stderr, nothing run); `history`, `show`, `compare` exit 0 otherwise.
+Exit codes: `run`, `rerun`, `rescore`: 0 every case passed, 1 some case failed, 3 a regression against the
+baseline run; every command: 2 bad input, an unknown run id or a store that cannot be opened (one line on
+stderr, nothing run); `history`, `show`, `compare`, `report` exit 0 otherwise.
 
 Prefect's console output is kept to warnings unless `--verbose`; with no `PREFECT_API_URL` the flow runs on
 Prefect's temporary local server, whose own shutdown chatter is silenced (set the variables yourself to
@@ -25,10 +27,11 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 
 from agent_eval.errors import EvalInputError
 from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
+from agent_eval.report.models import RunReport
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REGRESSION = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(commands)
     _add_history_parsers(commands)
+    _add_stored_run_parsers(commands)
     return parser
 
 
@@ -70,12 +74,40 @@ def _add_run_parser(commands: Any) -> None:
         help=f"seconds one agent turn may take before it is interrupted (default {DEFAULT_TURN_TIMEOUT_SECONDS:g})",
     )
     run.add_argument("--tag", action="append", default=[], help="a label stored with the run (repeatable)")
-    run.add_argument(
+    run.add_argument("--baseline", help="compare with this run id (default: the latest comparable run)")
+    _add_output_arguments(run)
+    run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
+
+
+def _add_output_arguments(command: argparse.ArgumentParser) -> None:
+    """Where a run's report is also written: a folder of every format, JUnit XML, HTML."""
+    command.add_argument(
         "--output-dir",
         help="also write the Vertex AI tables (CSV, JSON), report.json, rust_report.json and ADK "
         "*.evalset_result.json files into this folder",
     )
-    run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
+    command.add_argument("--junit", help="also write JUnit XML (one test case per case run) to this file")
+    command.add_argument("--html", help="also write the self-contained HTML report to this file")
+
+
+def _add_stored_run_parsers(commands: Any) -> None:
+    """`rerun`, `rescore` and `report`: act on a stored run."""
+    rerun = commands.add_parser("rerun", help="evaluate a stored run's cases again (same agent and config)")
+    rerun.add_argument("run_id", help="a run id from `agent-eval history`")
+    rerun.add_argument("--only-failed", action="store_true", help="only the cases that failed or errored")
+    rerun.add_argument("--refresh", action="store_true", help="invoke the agent even when cached")
+    rescore = commands.add_parser("rescore", help="score a stored run's invocations with a new config")
+    rescore.add_argument("run_id", help="a run id from `agent-eval history`")
+    rescore.add_argument("--config", help="ADK test_config.json (default: the run's own config)")
+    report = commands.add_parser("report", help="write a stored run's HTML report (and JUnit XML)")
+    report.add_argument("run_id", help="a run id from `agent-eval history`")
+    report.add_argument("-o", "--output", dest="html", required=True, help="the HTML file to write")
+    report.add_argument("--junit", help="also write JUnit XML to this file")
+    for command in (rerun, rescore):
+        _add_output_arguments(command)
+    for command in (rerun, rescore, report):
+        command.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
+        command.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
 
 
 def _add_history_parsers(commands: Any) -> None:
@@ -127,7 +159,6 @@ def _check_output_dir(folder: str) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """`agent-eval run`: evaluate, print the summary, write the outputs, exit 1 when a case failed."""
     from agent_eval.api import evaluate
-    from agent_eval.report import format_summary, write_outputs
 
     if args.output_dir:
         _check_output_dir(args.output_dir)
@@ -142,11 +173,59 @@ def run_command(args: argparse.Namespace) -> int:
         refresh_cache=args.refresh_cache,
         turn_timeout_seconds=args.turn_timeout,
         tags=args.tag,
+        baseline_run_id=args.baseline,
     )
-    print(format_summary(report))
+    return _finish(report, args)
+
+
+def rerun_command(args: argparse.Namespace) -> int:
+    """`agent-eval rerun`: a stored run's cases again; prints and exits like `run`."""
+    from agent_eval.api import rerun
+
     if args.output_dir:
-        written = write_outputs(report, args.output_dir)
-        print(f"Wrote {len(written)} files to {args.output_dir}")
+        _check_output_dir(args.output_dir)
+    report = rerun(args.run_id, only_failed=args.only_failed, refresh=args.refresh, db_url=args.db_url)
+    return _finish(report, args)
+
+
+def rescore_command(args: argparse.Namespace) -> int:
+    """`agent-eval rescore`: a stored run's invocations scored with a new config; prints and exits like `run`."""
+    from agent_eval.api import rescore
+
+    if args.output_dir:
+        _check_output_dir(args.output_dir)
+    return _finish(rescore(args.run_id, args.config, db_url=args.db_url), args)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """`agent-eval report RUN_ID -o report.html`: the stored run's HTML report with its eval sets' trend."""
+    from agent_eval.history import history_points, show
+    from agent_eval.report import write_html, write_junit
+
+    report = show(args.run_id, db_url=args.db_url)
+    write_html(report, args.html, history_points(report, db_url=args.db_url))
+    if args.junit:
+        write_junit(report, args.junit)
+    print(f"Wrote {args.html}" + (f" and {args.junit}" if args.junit else ""))
+    return EXIT_OK
+
+
+def _finish(report: RunReport, args: argparse.Namespace) -> int:
+    """Print the summary (and the comparison with the baseline), write the asked outputs, and exit: 3 on a
+    regression, 1 when a case failed, 0 otherwise."""
+    from agent_eval.report import format_summary, write_html, write_junit, write_outputs
+
+    print(format_summary(report))
+    if report.regression:
+        print(report.regression.get("summary", ""))
+    if args.output_dir:
+        print(f"Wrote {len(write_outputs(report, args.output_dir))} files to {args.output_dir}")
+    if args.junit:
+        write_junit(report, args.junit)
+    if args.html:
+        write_html(report, args.html)
+    if report.regressed:
+        return EXIT_REGRESSION
     return EXIT_OK if report.all_passed() else EXIT_FAILED
 
 
@@ -191,6 +270,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "history": history_command,
     "show": show_command,
     "compare": compare_command,
+    "rerun": rerun_command,
+    "rescore": rescore_command,
+    "report": report_command,
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeAlias
 
+from agent_eval.report.html_charts import HistoryPoint
 from agent_eval.report.models import RunReport
 from agent_eval.store import (
     CaseScore,
@@ -41,6 +42,7 @@ __all__ = [
     "format_history",
     "history",
     "history_json",
+    "history_points",
     "run_info",
     "show",
 ]
@@ -132,6 +134,22 @@ def history(
     rows = [_history_row(run, means.get(run.id, {})) for run in runs]
     names = sorted({name for run_means in means.values() for name in run_means})
     return _pandas().DataFrame(rows, columns=[*HISTORY_COLUMNS, *(f"{name}/mean" for name in names)])
+
+
+def history_points(report: RunReport, *, limit: int = 30, db_url: str | None = None) -> list[HistoryPoint]:
+    """The trend of the report's eval sets: one point per completed run (at most `limit`, newest first) that
+    evaluated the report's first eval set, for `render_html`."""
+    engine = get_engine(db_url)
+    eval_set = report.eval_set_ids[0] if report.eval_set_ids else None
+    runs = list_runs(engine, limit, eval_set_id=eval_set)
+    means = metric_means([run.id for run in runs], engine)
+    return [
+        HistoryPoint(
+            run_id=run.id, started_at=run.started_at, pass_rate=run.pass_rate, metric_means=means.get(run.id, {})
+        )
+        for run in runs
+        if run.status == "completed"
+    ]
 
 
 def show(run_id: str, *, db_url: str | None = None) -> RunReport:

@@ -23,7 +23,7 @@ from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import JudgedOptions
 from agent_eval.schema import EvalCase, EvalConfig, EvalMetric, EvalSet
 
-__all__ = ["CaseRunKey", "EvalPlan", "EvalRequest", "prepare"]
+__all__ = ["CaseRunKey", "EvalPlan", "EvalRequest", "check_judges", "prepare", "ready_agent"]
 
 DEFAULT_MAX_CONCURRENCY = 8
 DEFAULT_TURN_TIMEOUT_SECONDS = 300.0
@@ -54,6 +54,9 @@ class EvalRequest(BaseModel):
     db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
     refresh_cache: bool = Field(default=False, description="Invoke the agent even where a cached run exists.")
     tags: list[str] = Field(default_factory=list, description="Labels stored with the run (e.g. a release).")
+    baseline_run_id: str | None = Field(
+        default=None, description="Compare with this run; default: the latest comparable completed run."
+    )
     turn_timeout_seconds: float | None = Field(
         default=DEFAULT_TURN_TIMEOUT_SECONDS,
         gt=0,
@@ -100,11 +103,8 @@ def prepare(request: EvalRequest) -> EvalPlan:
     eval_sets = load_eval_sets(request.paths, format=request.format)
     config, config_file = _config(request)
     metrics = REGISTRY.resolve(config, config_file=config_file)
-    _check_judges(metrics)
-    agent = _with_turn_timeout(resolve_agent(_agent_reference(request, eval_sets)), request.turn_timeout_seconds)
-    agent = _with_simulator(agent, eval_sets, config)
-    if isinstance(agent, GenaiAgent):
-        agent.check_credentials()
+    check_judges(metrics)
+    agent = ready_agent(resolve_agent(_agent_reference(request, eval_sets)), request, eval_sets, config)
     return EvalPlan(
         request=request,
         eval_sets=eval_sets,
@@ -115,7 +115,20 @@ def prepare(request: EvalRequest) -> EvalPlan:
     )
 
 
-def _check_judges(metrics: list[tuple[EvalMetric, MetricSpec]]) -> None:
+def ready_agent(agent: Agent, request: EvalRequest, eval_sets: list[EvalSet], config: EvalConfig) -> Agent:
+    """The agent as this evaluation runs it: turn timeout and user simulator set (on a copy), credentials
+    checked.
+
+    Raises:
+        EvalInputError: the agent or its simulator lacks credentials, or a bad `user_simulator_config`.
+    """
+    agent = _with_simulator(_with_turn_timeout(agent, request.turn_timeout_seconds), eval_sets, config)
+    if isinstance(agent, GenaiAgent):
+        agent.check_credentials()
+    return agent
+
+
+def check_judges(metrics: list[tuple[EvalMetric, MetricSpec]]) -> None:
     """Judged metrics (options `JudgedOptions`) need judge credentials: checked now, so a missing key fails in
     one line before any agent runs.
 

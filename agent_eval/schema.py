@@ -38,6 +38,7 @@ __all__ = [
     "MetricInfo",
     "MetricValueInfo",
     "PerInvocationResult",
+    "RegressionConfig",
     "Rubric",
     "RubricContent",
     "RubricScore",
@@ -313,6 +314,19 @@ class CustomMetricConfig(EvalBaseModel):
     description: str = ""
 
 
+class RegressionConfig(EvalBaseModel):
+    """agent-eval extension (`regression` in the config): how a run is compared with its baseline.
+
+    A metric regresses when its mean drops by more than `tolerance` (absolute; a dict gives per-metric
+    values) and the paired bootstrap interval at `confidence` excludes zero (`agent_eval.report.regression`).
+    """
+
+    tolerance: float | dict[str, float] = 0.05
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    fail_on_regression: bool = False
+    alert_webhook: str | None = None
+
+
 DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """What ADK uses when no config file is given."""
 
@@ -332,6 +346,7 @@ class EvalConfig(EvalBaseModel):
     user_simulator_config: dict[str, Any] | None = Field(
         default=None, validation_alias=AliasChoices("user_simulator_config", "userSimulatorConfig")
     )
+    regression: RegressionConfig | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -17,8 +17,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
+from prefect.states import Completed, Failed
 
 from agent_eval.agents import AgentFailure
+from agent_eval.flows.regression import compare_with_baseline
 from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
 from agent_eval.report.aggregate import build_report
 from agent_eval.report.console import format_summary, summary_table_rows
@@ -28,26 +30,46 @@ from agent_eval.store import RunCreate, get_engine, mark_run_crashed, record_cas
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
 from agent_eval.tasks import invoke_case, persist_report, record_run_start, score_metric
 
-__all__ = ["agent_eval_flow"]
+__all__ = ["agent_eval_flow", "run_plan"]
 
 
 @flow(name="agent-eval", log_prints=False)
-async def agent_eval_flow(request: EvalRequest) -> RunReport:
+async def agent_eval_flow(request: EvalRequest) -> Any:
     """Evaluate an agent on eval sets and persist the run as it goes; returns the `RunReport`.
 
     A case whose agent fails (after retries for transient errors) is recorded with failure=1 and its error;
-    the other cases are still scored and everything is persisted.
+    the other cases are still scored and everything is persisted. The run is then compared with its
+    baseline (`request.baseline_run_id`, else the latest comparable run); on a regression the flow run ends
+    Completed with a message saying so, or Failed when the config's `regression.fail_on_regression` is set,
+    its data being the report either way.
     """
-    plan = prepare(request)
-    run = _new_run(plan)
-    record_run_start(run, plan.eval_sets, request.db_url)
+    return await run_plan(prepare(request), baseline_run_id=request.baseline_run_id)
+
+
+async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source_run_id: str | None = None) -> Any:
+    """Run a checked plan: the store's run row, invocations, scores, the comparison, artifacts, final state."""
+    run = _new_run(plan, source_run_id)
+    record_run_start(run, plan.eval_sets, plan.request.db_url)
     try:
         report = await _evaluate(plan, run)
     except BaseException:
-        _mark_crashed(run.id, request.db_url)
+        _mark_crashed(run.id, plan.request.db_url)
         raise
+    report = compare_with_baseline(plan, report, baseline_run_id, _flow_run_url())
     await _publish(report)
-    return report
+    return _final_state(plan, report)
+
+
+def _final_state(plan: EvalPlan, report: RunReport) -> Any:
+    """The report itself, or on a regression a Completed (or Failed, if asked) state that says so."""
+    if not report.regressed:
+        return report
+    regressed = ", ".join((report.regression or {}).get("regressed_metrics") or []) or "cases flipped to failing"
+    message = f"regression against run {(report.regression or {}).get('baseline_run_id')}: {regressed}"
+    settings = plan.config.regression
+    if settings is not None and settings.fail_on_regression:
+        return Failed(message=message, data=report)
+    return Completed(message=message, data=report)
 
 
 def _mark_crashed(run_id: str, db_url: str | None) -> None:
@@ -79,7 +101,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
     return report
 
 
-def _new_run(plan: EvalPlan) -> RunCreate:
+def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:
     """The run row as the flow starts it: what is evaluated, with what, from where."""
     started_at = datetime.now(UTC)
     return RunCreate(
@@ -96,6 +118,7 @@ def _new_run(plan: EvalPlan) -> RunCreate:
         started_at=started_at,
         updated_at=started_at,
         tags=plan.request.tags,
+        source_run_id=source_run_id,
     )
 
 
@@ -149,6 +172,14 @@ async def _publish(report: RunReport) -> None:
 def _artifact_key(raw: str) -> str:
     """Artifact keys allow lowercase letters, digits and dashes only."""
     return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in raw.lower()).strip("-")[:60]
+
+
+def _flow_run_url() -> str | None:
+    """The flow run's page in the Prefect UI, when there is a UI."""
+    from prefect.runtime import flow_run
+
+    url = flow_run.ui_url
+    return str(url) if url else None
 
 
 def _flow_run_id() -> str | None:

@@ -105,8 +105,17 @@ class RunReport(BaseModel):
     started_at: datetime
     completed_at: datetime
     flow_run_id: str | None = None
+    source_run_id: str | None = Field(default=None, description="The run a re-run or re-score came from.")
     cases: list[CaseResult]
     summary: RunSummary
+    regression: dict[str, Any] | None = Field(
+        default=None, description="The comparison with the baseline run (RegressionReport.to_payload), if any."
+    )
+
+    @property
+    def regressed(self) -> bool:
+        """Whether the comparison with the baseline found a regression."""
+        return bool(self.regression and self.regression.get("regressed"))
 
     def failed_cases(self) -> list[CaseResult]:
         """The case runs that did not pass (failed or not evaluated), in report order."""

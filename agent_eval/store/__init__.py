@@ -17,17 +17,20 @@ from agent_eval.store.queries import (
     RunNotFoundError,
     case_scores,
     eval_set_hashes,
+    find_baseline,
     get_run,
     list_runs,
     load_case_records,
     load_report,
     metric_means,
+    stored_eval_sets,
 )
 from agent_eval.store.repository import (
     complete_run,
     mark_run_crashed,
     mark_stale_runs,
     record_case_run,
+    record_regression,
     save_report,
     start_run,
 )
@@ -48,6 +51,7 @@ __all__ = [
     "complete_run",
     "default_db_url",
     "eval_set_hashes",
+    "find_baseline",
     "get_engine",
     "get_run",
     "list_runs",
@@ -58,6 +62,8 @@ __all__ = [
     "metric_means",
     "normalize_url",
     "record_case_run",
+    "record_regression",
     "save_report",
     "start_run",
+    "stored_eval_sets",
 ]

@@ -84,12 +84,17 @@ class RunBase(SQLModel):
     tags: list[str] = Field(default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": text("'[]'")})
     config: dict[str, Any] = _json(dict)
     summary: dict[str, Any] = _json(dict)
+    source_run_id: str | None = Field(default=None, max_length=64, index=True)
+    baseline_run_id: str | None = Field(default=None, max_length=64)
+    regressed: bool | None = None
+    regression: dict[str, Any] | None = Field(default=None, sa_type=JSON)
 
 
 class Run(RunBase, table=True):
     """One evaluation run (one flow run of `agent-eval`); `updated_at` is its heartbeat while running."""
 
     __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_agent_reference_status", "agent_reference", "status"),)
 
     id: str = Field(primary_key=True, max_length=64)
 

@@ -30,11 +30,13 @@ __all__ = [
     "RunNotFoundError",
     "case_scores",
     "eval_set_hashes",
+    "find_baseline",
     "get_run",
     "list_runs",
     "load_case_records",
     "load_report",
     "metric_means",
+    "stored_eval_sets",
 ]
 
 
@@ -127,6 +129,35 @@ def eval_set_hashes(run_id: str, engine: Engine | None = None) -> dict[str, str 
     statement = select(RunEvalSet.eval_set_id, RunEvalSet.eval_set_hash).where(RunEvalSet.run_id == run_id)
     with Session(engine or get_engine()) as session:
         return dict(session.exec(statement).all())
+
+
+def find_baseline(run_id: str, engine: Engine | None = None) -> str | None:
+    """The run to compare `run_id` with: the latest other completed run of the same agent reference over the
+    same eval set versions (every eval set id with the same content hash), or None."""
+    engine = engine or get_engine()
+    wanted = eval_set_hashes(run_id, engine)
+    with Session(engine) as session:
+        run = _run(session, run_id)
+        statement = (
+            select(Run.id)
+            .where(col(Run.agent_reference) == run.agent_reference, col(Run.status) == RunStatus.COMPLETED)
+            .where(col(Run.id) != run_id, col(Run.started_at) <= run.started_at)
+            .order_by(col(Run.started_at).desc())
+        )
+        candidates = list(session.exec(statement).all())
+    return next((c for c in candidates if eval_set_hashes(c, engine) == wanted), None)
+
+
+def stored_eval_sets(run_id: str, engine: Engine | None = None) -> list[EvalSet]:
+    """The eval set versions a run evaluated, in the run's order.
+
+    Raises:
+        RunNotFoundError: no such run.
+    """
+    with Session(engine or get_engine()) as session:
+        run = _run(session, run_id)
+        by_id = _eval_sets(session, run_id)
+        return [by_id[eval_set_id] for eval_set_id in run.eval_set_ids if eval_set_id in by_id]
 
 
 def load_case_records(run_id: str, engine: Engine | None = None) -> list[CaseRecord]:
@@ -241,6 +272,8 @@ def _report(run: RunRead, cases: list[CaseResult]) -> RunReport:
         started_at=run.started_at,
         completed_at=run.completed_at or run.updated_at or run.started_at,
         flow_run_id=run.flow_run_id,
+        source_run_id=run.source_run_id,
         cases=cases,
         summary=RunSummary.model_validate(run.summary) if completed else summarize(cases),
+        regression=run.regression,
     )

@@ -33,6 +33,7 @@ __all__ = [
     "mark_run_crashed",
     "mark_stale_runs",
     "record_case_run",
+    "record_regression",
     "save_report",
     "start_run",
 ]
@@ -104,6 +105,15 @@ def save_report(
         _add_run(session, _run_row(report, tags), eval_sets)
         _write_cases(session, report)
     return report.run_id
+
+
+def record_regression(
+    run_id: str, baseline_run_id: str, regressed: bool, payload: dict[str, Any], engine: Engine | None = None
+) -> None:
+    """Store a run's comparison with its baseline (the payload of `RegressionReport.to_payload`)."""
+    with Session(engine or get_engine()) as session, session.begin():
+        values = {"baseline_run_id": baseline_run_id, "regressed": regressed, "regression": payload}
+        session.execute(update(Run).where(col(Run.id) == run_id).values(**values))
 
 
 def mark_run_crashed(run_id: str, engine: Engine | None = None) -> bool:
