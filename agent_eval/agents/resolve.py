@@ -29,6 +29,7 @@ from agent_eval.agents.callable import CallableAgent
 from agent_eval.agents.http_agent import is_http_reference, resolve_http_agent
 from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.errors import EvalInputError
+from agent_eval.imports import import_user_module
 
 __all__ = ["DEFAULT_AGENT_ATTRIBUTE", "find_default_agent", "resolve_agent"]
 
@@ -98,11 +99,15 @@ def _load_module(reference: str) -> tuple[ModuleType, str]:
     return _import(target, reference), attribute
 
 
-def _import(module_name: str, reference: str) -> ModuleType:
-    cwd = str(Path.cwd())
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+def _import(module_name: str, reference: str, *, root: Path | None = None) -> ModuleType:
+    """Import by dotted name, from `root` first when given (a file's package root), else from the current
+    folder as well (console scripts do not put it on `sys.path`)."""
     try:
+        if root is None:
+            return import_user_module(module_name)
+        if str(root) in sys.path:
+            sys.path.remove(str(root))
+        sys.path.insert(0, str(root))  # first, so a copy of a package elsewhere cannot shadow this one
         return importlib.import_module(module_name)
     except Exception as error:  # whatever the import raised, the user's reference is at fault
         raise EvalInputError(
@@ -117,9 +122,7 @@ def _load_file(file: Path, reference: str) -> ModuleType:
     dotted = _dotted_name(file.resolve())
     if dotted is not None:
         package_root, name = dotted
-        if str(package_root) not in sys.path:
-            sys.path.insert(0, str(package_root))
-        return _import(name, reference)
+        return _import(name, reference, root=package_root)
     name = f"agent_eval_user_{hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:

@@ -6,14 +6,19 @@ Run it alone with `pytest -m e2e`. It takes about a minute.
 
 from __future__ import annotations
 
+import json
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from agent_eval.store import CaseRecord, Run, get_engine
+from tests.conftest import REPO_ROOT
 from tests.deployments.prefect_stack import POOL, PREFECT, PrefectStack
+from tests.test_alerts import WebhookReceiver
 
 pytestmark = pytest.mark.e2e
 
@@ -54,3 +59,62 @@ def test_parameters_are_enforced_against_the_schema(stack: PrefectStack) -> None
 
     assert rejected.returncode != 0
     assert "validation" in (rejected.stdout + rejected.stderr).lower()
+
+
+def test_a_worse_agent_between_two_deployment_runs_raises_the_alert(tmp_path: Path) -> None:
+    """Two runs of agent-eval/on-demand on a copy of the demo; the agent's code gets worse in between. The
+    second run finds the regression against the first and POSTs the alert to a local webhook receiver."""
+    project = tmp_path / "project"
+    shutil.copytree(REPO_ROOT / "examples", project / "examples")
+    agent_file = project / "examples" / "home_automation" / "agent.py"
+    request = json.dumps({"paths": [str(agent_file.parent)], "agent": f"{agent_file}:root_agent"})
+    with WebhookReceiver() as receiver:
+        stack = _deployed_stack(tmp_path, {"AGENT_EVAL_ALERT_WEBHOOK": receiver.url})
+        try:
+            first = stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
+            assert first.returncode == 0, first.stdout[-2000:]
+            assert receiver.bodies() == []
+            _make_worse(agent_file)
+            second = stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
+            assert second.returncode == 0, second.stdout[-2000:]
+        finally:
+            stack.stop()
+        [body] = _wait_for_post(receiver, timeout=30)
+    alert = json.loads(body)
+    assert alert["regressed"] is True
+    assert "home_automation_demo/turn_off_bedroom_device" in alert["flipped_to_failing"]
+    assert "response_match_score" in alert["regressed_metrics"]
+    assert alert["text"].startswith(":rotating_light: agent-eval regression in home_automation_demo")
+    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
+        runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
+        assert [(r.status, r.regressed) for r in runs] == [("completed", None), ("completed", True)]
+        assert runs[1].baseline_run_id == runs[0].id
+
+
+def _wait_for_post(receiver: WebhookReceiver, timeout: float) -> list[bytes]:
+    deadline = time.monotonic() + timeout
+    while not receiver.bodies() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return receiver.bodies()
+
+
+def _deployed_stack(tmp_path: Path, extra_env: dict[str, str]) -> PrefectStack:
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    env = {"AGENT_EVAL_DB_URL": db_url, "AGENT_EVAL_HOME": str(tmp_path / "ae"), **extra_env}
+    stack = PrefectStack.start(tmp_path, env)
+    for command in (("work-pool", "create", POOL, "--type", "process"),
+                    ("deploy", "--all", "--prefect-file", "deployments/prefect.yaml", "--no-prompt")):  # fmt: skip
+        done = stack.run(*command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    stack.spawn([PREFECT, "worker", "start", "--pool", POOL], "worker.log")
+    return stack
+
+
+def _make_worse(agent_file: Path) -> None:
+    """The switch confirmation becomes a curt 'Done.': response_match_score drops on every switch case."""
+    source = agent_file.read_text(encoding="utf-8")
+    worse = source.replace(
+        '''return f"OK. I've turned {status.lower()} {device_id} in the {location}."''', 'return "Done."'
+    )
+    assert worse != source
+    agent_file.write_text(worse, encoding="utf-8")
