@@ -28,7 +28,7 @@ from agent_eval.report.models import MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase
 from agent_eval.store import RunCreate, get_engine, mark_run_crashed, record_case_run
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
-from agent_eval.tasks import invoke_case, persist_report, record_run_start, score_metric
+from agent_eval.tasks import INVOKE_RETRIES, invoke_case, persist_report, record_run_start, score_metric
 
 __all__ = ["agent_eval_flow", "run_plan"]
 
@@ -148,7 +148,10 @@ async def _run_from_state(state: State[AgentRun], key: CaseRunKey) -> AgentRun:
     if isinstance(outcome, AgentFailure):
         return outcome.run
     error = f"{type(outcome).__name__}: {outcome}" if isinstance(outcome, BaseException) else str(outcome)
-    return AgentRun(eval_set_id=key.eval_set_id, eval_id=key.case.eval_id, run_index=key.run_index, error=error)
+    attempts = INVOKE_RETRIES + 1  # a task that fails with anything but AgentFailure used all its retries
+    return AgentRun(
+        eval_set_id=key.eval_set_id, eval_id=key.case.eval_id, run_index=key.run_index, error=error, attempts=attempts
+    )
 
 
 async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> list[MetricResult]:

@@ -8,6 +8,7 @@ from typing import Any
 from prefect import Task, task
 from prefect.client.schemas.objects import State, TaskRun
 from prefect.context import TaskRunContext
+from prefect.runtime import task_run
 from prefect.tasks import exponential_backoff
 
 from agent_eval.agents import Agent, AgentFailure, is_transient
@@ -18,6 +19,7 @@ from agent_eval.store import RunCreate, complete_run, get_engine, start_run
 
 __all__ = [
     "CACHE_VERSION",
+    "INVOKE_RETRIES",
     "invocation_cache_key",
     "invoke_case",
     "persist_report",
@@ -63,9 +65,15 @@ async def invoke_case(agent: Agent, case: EvalCase, eval_set_id: str, run_index:
     """Run the agent on one case (all turns, fresh session); returns the actual invocations.
 
     Raises `AgentFailure` (not retried, not cached) when the agent fails for good, and the transient error
-    itself when it is worth retrying.
+    itself when it is worth retrying. `attempts` on the result counts this task's tries (1 + retries used).
     """
-    return await agent.run_case(case, eval_set_id, run_index)
+    attempts = max(1, int(task_run.run_count or 1))
+    try:
+        run = await agent.run_case(case, eval_set_id, run_index)
+    except AgentFailure as failure:
+        failure.run.attempts = attempts
+        raise
+    return run.model_copy(update={"attempts": attempts})
 
 
 @task(name="score-criterion", task_run_name="score {eval_metric.metric_name}")

@@ -108,6 +108,7 @@ def test_a_raising_agent_is_a_recorded_failure_and_the_run_goes_on(tmp_path: Pat
     assert all(m.status is EvalStatus.NOT_EVALUATED and m.score is None for m in boom.metrics)
     assert by_id["fine"].passed and by_id["also_fine"].passed
     assert agents_for_tests.CALLS[messages["boom"]] == 1  # the agent's own error is not retried
+    assert boom.agent_run.attempts == 1
     assert (report.summary.passed, report.summary.failed, report.summary.agent_failures) == (2, 1, 1)
     assert _count(sqlite_url, CaseRecord, run_id=report.run_id) == 3
     assert _count(sqlite_url, CaseRecord, run_id=report.run_id, failure=1) == 1
@@ -120,6 +121,7 @@ def test_transient_errors_are_retried_with_backoff(tmp_path: Path, sqlite_url: s
 
     assert agents_for_tests.CALLS["flaky:" + messages["wobbly"]] == 3
     assert report.cases[0].passed
+    assert report.cases[0].agent_run.attempts == 3
 
 
 def test_an_agent_failing_after_all_retries_is_recorded(tmp_path: Path, sqlite_url: str) -> None:
@@ -131,6 +133,7 @@ def test_an_agent_failing_after_all_retries_is_recorded(tmp_path: Path, sqlite_u
     case = report.cases[0]
     assert case.failure == 1
     assert case.agent_run.error == "TransientAgentError: 429 rate limited"
+    assert case.agent_run.attempts == 4
     assert _count(sqlite_url, CaseRecord, run_id=report.run_id, failure=1) == 1
 
 
