@@ -96,6 +96,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
         started_at=run.started_at,
         completed_at=datetime.now(UTC),
         flow_run_id=run.flow_run_id,
+        source_run_id=run.source_run_id,
     )
     persist_report(report, plan.request.db_url)
     return report

@@ -61,6 +61,7 @@ def build_report(
     started_at: datetime,
     completed_at: datetime,
     flow_run_id: str | None = None,
+    source_run_id: str | None = None,
 ) -> RunReport:
     """The run report: one case result per (case, agent run), in the order of `runs`, with its metric results."""
     by_run: dict[RunKey, list[MetricResult]] = defaultdict(list)
@@ -91,6 +92,7 @@ def build_report(
         started_at=started_at,
         completed_at=completed_at,
         flow_run_id=flow_run_id,
+        source_run_id=source_run_id,
         cases=cases,
         summary=summarize(cases),
     )
