@@ -21,6 +21,7 @@ from prefect.states import Completed, Failed
 
 from agent_eval.agents import AgentFailure
 from agent_eval.flows.regression import compare_with_baseline
+from agent_eval.judge import close_judge_clients
 from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
 from agent_eval.report.aggregate import build_report
 from agent_eval.report.console import format_summary, summary_table_rows
@@ -157,7 +158,10 @@ async def _run_from_state(state: State[AgentRun], key: CaseRunKey) -> AgentRun:
 
 async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> list[MetricResult]:
     """One scoring task per criterion, all criteria at once."""
-    batches = await asyncio.gather(*(score_metric(spec, metric, runs) for metric, spec in plan.metrics))
+    try:
+        batches = await asyncio.gather(*(score_metric(spec, metric, runs) for metric, spec in plan.metrics))
+    finally:
+        await close_judge_clients()  # judges share connections per event loop: release them with the run
     return [result for batch in batches for result in batch]
 
 
