@@ -157,6 +157,9 @@ class GeminiBackend:
         if vertex is None:
             vertex = self._given.vertexai if self._given is not None else vertex_enabled()
         self.identity = "vertex" if vertex else "gemini"
+        if self._given is None and gemini_base_url():
+            # another endpoint may be another model behind the same name: its answers are cached apart
+            self.identity += f"@{gemini_base_url()}"
 
     async def generate(self, request: JudgeRequest) -> str:
         """One `generateContent` call (see `JudgeBackend.generate`)."""

@@ -56,7 +56,7 @@ def test_make_judge_reads_key_and_base_url_from_environment(
 
     sample = run(judge.ask(make_request()))
 
-    assert isinstance(judge, GenaiJudge) and judge.backend.identity == "gemini"
+    assert isinstance(judge, GenaiJudge) and judge.backend.identity == f"gemini@{fake_gemini.base_url}"
     assert sample.parsed == Verdict(label="valid", rationale="same meaning")
     assert fake_gemini.requests[0].headers["x-goog-api-key"] == "key-from-env"
 
