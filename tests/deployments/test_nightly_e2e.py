@@ -118,3 +118,65 @@ def _make_worse(agent_file: Path) -> None:
     )
     assert worse != source
     agent_file.write_text(worse, encoding="utf-8")
+
+
+def test_retrying_a_failed_flow_run_reuses_the_cached_invocations(tmp_path: Path) -> None:
+    """Prefect's Retry (here `prefect flow-run retry`) on a flow run that failed (a regression with
+    `fail_on_regression`) runs the flow again without invoking the agent: every invocation is in the cache."""
+    project = tmp_path / "project"
+    shutil.copytree(REPO_ROOT / "examples", project / "examples")
+    agent_file = project / "examples" / "home_automation" / "agent.py"
+    calls = tmp_path / "calls.log"
+    _count_calls(agent_file, calls)
+    config = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8},
+              "regression": {"fail_on_regression": True}}  # fmt: skip
+    request = json.dumps({"paths": [str(agent_file.parent)], "agent": f"{agent_file}:root_agent", "config": config})
+    stack = _deployed_stack(tmp_path, {})
+    try:
+        first = stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
+        assert first.returncode == 0, first.stdout[-2000:]
+        _make_worse(agent_file)
+        stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
+        failed_flow_run = _runs(tmp_path)[1].flow_run_id
+        invoked = len(calls.read_text(encoding="utf-8").splitlines())
+        assert invoked > 2 * 33  # both runs invoked the agent on every turn (the code changed in between)
+
+        retried = stack.run("flow-run", "retry", str(failed_flow_run))
+        assert retried.returncode == 0, retried.stdout + retried.stderr
+        runs = _wait_for_runs(tmp_path, 3, timeout=120)
+    finally:
+        stack.stop()
+    assert [run.regressed for run in runs] == [None, True, False]
+    assert runs[2].flow_run_id == failed_flow_run
+    assert runs[2].status == "completed" and runs[2].total == 33
+    assert len(calls.read_text(encoding="utf-8").splitlines()) == invoked  # the retry invoked nothing
+
+
+def _count_calls(agent_file: Path, log: Path) -> None:
+    """Wrap the copied demo agent so that every turn appends a line to `log`."""
+    wrapper = f"""
+
+_counted_agent = root_agent
+
+
+def root_agent(message, session):  # type: ignore[no-redef]
+    with open({str(log)!r}, "a", encoding="utf-8") as calls:
+        calls.write(message.replace("\\\\n", " ") + "\\\\n")
+    return _counted_agent(message, session)
+"""
+    agent_file.write_text(agent_file.read_text(encoding="utf-8") + wrapper, encoding="utf-8")
+
+
+def _runs(tmp_path: Path) -> list[Run]:
+    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
+        return list(session.exec(select(Run).order_by(col(Run.started_at))).all())
+
+
+def _wait_for_runs(tmp_path: Path, count: int, timeout: float) -> list[Run]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = _runs(tmp_path)
+        if len(runs) >= count and runs[-1].status != "running":
+            return runs
+        time.sleep(1)
+    raise TimeoutError(f"fewer than {count} finished runs after {timeout} s: {_runs(tmp_path)}")
