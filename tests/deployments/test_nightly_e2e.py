@@ -161,7 +161,7 @@ _counted_agent = root_agent
 
 def root_agent(message, session):  # type: ignore[no-redef]
     with open({str(log)!r}, "a", encoding="utf-8") as calls:
-        calls.write(message.replace("\\\\n", " ") + "\\\\n")
+        calls.write(message.replace("\\n", " ") + "\\n")
     return _counted_agent(message, session)
 """
     agent_file.write_text(agent_file.read_text(encoding="utf-8") + wrapper, encoding="utf-8")
