@@ -28,7 +28,6 @@ import asyncio
 import hashlib
 import importlib
 import json
-import os
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -41,6 +40,7 @@ from agent_eval.agents.base import AgentSession, AgentTurn, ToolCallRecord, Tran
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.agents.tool_runner import ToolFunction, check_tools, run_tool, tool_source
 from agent_eval.errors import EvalInputError
+from agent_eval.google_env import GOOGLE_CREDENTIALS_HELP, has_google_credentials
 from agent_eval.schema import EvalCase, ToolMock
 
 __all__ = [
@@ -53,10 +53,7 @@ __all__ = [
     "missing_credentials",
 ]
 
-CREDENTIALS_HELP = (
-    "set GOOGLE_API_KEY or GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT "
-    "and GOOGLE_CLOUD_LOCATION"
-)
+CREDENTIALS_HELP = GOOGLE_CREDENTIALS_HELP
 DEFAULT_MAX_STEPS = 10
 
 ClientOption = genai.Client | Callable[[], genai.Client] | None
@@ -68,15 +65,8 @@ class MaxStepsReached(RuntimeError):
 
 
 def missing_credentials() -> bool:
-    """Whether the environment lacks what `genai.Client()` needs (an API key, or Vertex AI project and location).
-
-    Application default credentials are not checked here: with Vertex AI they are found at the first call.
-    """
-    if os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"):
-        return False
-    flag = os.environ.get("GOOGLE_GENAI_USE_ENTERPRISE") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI") or ""
-    has_project = bool(os.environ.get("GOOGLE_CLOUD_PROJECT") and os.environ.get("GOOGLE_CLOUD_LOCATION"))
-    return not (flag.lower() in {"true", "1"} and has_project)
+    """Whether the environment lacks what `genai.Client()` needs (see `agent_eval.google_env`)."""
+    return not has_google_credentials()
 
 
 class GenaiClients:

@@ -17,8 +17,9 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import ValidationError
 
+from agent_eval.google_env import vertex_enabled
 from agent_eval.judge.base import JudgeRequest
-from agent_eval.judge.credentials import GEMINI_BASE_URL_ENV, gemini_base_url, vertex_enabled
+from agent_eval.judge.credentials import GEMINI_BASE_URL_ENV, gemini_base_url
 from agent_eval.judge.policy import LoopLocal
 
 __all__ = [

@@ -16,6 +16,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from agent_eval.errors import EvalInputError
+from agent_eval.google_env import has_google_credentials, vertex_enabled
 
 __all__ = [
     "BACKEND_ENV",
@@ -77,7 +78,7 @@ def check_judge_credentials(model: str) -> None:
     judge_concurrency()
     if judge_backend(model) == "openai":
         _check_openai(model)
-    elif not _has_google_credentials():
+    elif not has_google_credentials():
         raise EvalInputError(f"judge model {model!r} needs credentials: {JUDGE_CREDENTIALS_HELP}", field="judge_model")
 
 
@@ -122,16 +123,3 @@ def _check_openai(model: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise EvalInputError(f"OPENAI_BASE_URL={url!r} is not an http(s) URL, e.g. {DEFAULT_OPENAI_BASE_URL!r}")
-
-
-def vertex_enabled() -> bool:
-    """Whether google-genai would talk to Vertex AI (`GOOGLE_GENAI_USE_VERTEXAI` or `..._USE_ENTERPRISE` true)."""
-    flag = os.environ.get("GOOGLE_GENAI_USE_ENTERPRISE") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI") or ""
-    return flag.strip().lower() in ("true", "1")
-
-
-def _has_google_credentials() -> bool:
-    if os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"):
-        return True
-    has_project = bool(os.environ.get("GOOGLE_CLOUD_PROJECT") and os.environ.get("GOOGLE_CLOUD_LOCATION"))
-    return vertex_enabled() and has_project
