@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from typing import Any, TypeAlias
+from typing import Any
 
 from google.genai import types as genai_types
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, alias_generators, model_validator
@@ -434,6 +434,3 @@ def content_hash(value: BaseModel | Any) -> str:
     data = value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-ToolCall: TypeAlias = genai_types.FunctionCall
