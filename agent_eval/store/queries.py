@@ -145,7 +145,15 @@ def find_baseline(run_id: str, engine: Engine | None = None) -> str | None:
             .order_by(col(Run.started_at).desc())
         )
         candidates = list(session.exec(statement).all())
-    return next((c for c in candidates if eval_set_hashes(c, engine) == wanted), None)
+        links = session.exec(
+            select(RunEvalSet.run_id, RunEvalSet.eval_set_id, RunEvalSet.eval_set_hash).where(
+                col(RunEvalSet.run_id).in_(candidates)
+            )
+        ).all()
+    versions: dict[str, dict[str, str | None]] = defaultdict(dict)
+    for candidate, eval_set_id, eval_set_hash in links:  # one query for all candidates, not one each
+        versions[candidate][eval_set_id] = eval_set_hash
+    return next((c for c in candidates if versions.get(c, {}) == wanted), None)
 
 
 def stored_eval_sets(run_id: str, engine: Engine | None = None) -> list[EvalSet]:
