@@ -6,7 +6,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-__all__ = ["EvalInputError", "from_validation_error"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "EXIT_INFRASTRUCTURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EvalInputError",
+    "InfrastructureError",
+    "from_validation_error",
+]
 
 
 class EvalInputError(ValueError):
@@ -89,3 +99,22 @@ def _describe(detail: object) -> str:
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return f"{message[0].lower()}{message[1:]} (got {shown})"
     return message.removeprefix("Value error, ")
+
+
+class InfrastructureError(RuntimeError):
+    """A service the run needs could not be reached (the store, the agent's server, the judge): one line,
+    exit code `EXIT_INFRASTRUCTURE`, never a regression and never a baseline."""
+
+
+EXIT_OK = 0
+"""Every case passed (`run`, `rerun`, `rescore`), or the command did what it was asked."""
+EXIT_FAILED = 1
+"""A case failed, or a criterion could score no case run at all."""
+EXIT_BAD_INPUT = 2
+"""Usage, input or config error: a bad eval file, option, agent reference, store URL or run id; nothing ran."""
+EXIT_REGRESSION = 3
+"""The run regressed against its baseline."""
+EXIT_INFRASTRUCTURE = 4
+"""The store, the agent's server or the judge could not be reached; the run (if any) is stored `errored`."""
+EXIT_INTERRUPTED = 130
+"""Stopped by SIGINT or SIGTERM; the run is stored `cancelled`."""

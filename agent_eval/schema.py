@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from google.genai import types as genai_types
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, alias_generators, model_validator
@@ -20,9 +21,11 @@ __all__ = [
     "DEFAULT_CRITERIA",
     "AgentRun",
     "BaseCriterion",
+    "CacheOrigin",
     "CodeConfig",
     "ConversationScenario",
     "CustomMetricConfig",
+    "ErrorKind",
     "EvalBaseModel",
     "EvalCase",
     "EvalConfig",
@@ -386,6 +389,18 @@ class TokenUsage(EvalBaseModel):
     total_tokens: int | None = None
 
 
+ErrorKind = Literal["agent", "transport", "timeout"]
+"""Why a case run failed: the agent's own error (a bug, a refusal, a 400), the agent could not be reached
+(connection refused, DNS, TLS, 5xx or 429 after the retries, 401/403), or a turn ran out of time."""
+
+
+class CacheOrigin(EvalBaseModel):
+    """Where a reused invocation came from: the run that invoked the agent, and when."""
+
+    run_id: str | None = None
+    invoked_at: datetime | None = None
+
+
 class AgentRun(EvalBaseModel):
     """What one run of an agent over one eval case produced: the actual invocations and how it went."""
 
@@ -395,9 +410,12 @@ class AgentRun(EvalBaseModel):
     invocations: list[Invocation] = Field(default_factory=list)
     latency_seconds: float = 0.0
     error: str | None = None
+    error_kind: ErrorKind | None = None
+    error_traceback: str | None = None
     attempts: int = 1
     token_usage: TokenUsage | None = None
     final_session_state: dict[str, Any] | None = None
+    cached_from: CacheOrigin | None = None
 
     @property
     def failed(self) -> bool:

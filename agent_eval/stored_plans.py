@@ -12,8 +12,8 @@ from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config
 from agent_eval.metrics import REGISTRY
 from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, EvalPlan, EvalRequest, check_judges, ready_agent
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus, Invocation
-from agent_eval.store import get_engine, get_run, load_case_records, stored_eval_sets
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus
+from agent_eval.store import agent_run_of, get_engine, get_run, load_case_records, stored_eval_sets
 
 __all__ = ["RerunRequest", "RescoreRequest", "StoredRunAgent", "plan_rerun", "plan_rescore"]
 
@@ -112,7 +112,7 @@ def plan_rescore(request: RescoreRequest) -> EvalPlan:
     run = get_run(request.run_id, engine)
     config = _rescore_config(request.config, run.config)
     records = load_case_records(request.run_id, engine)
-    runs = {(r.eval_set_id, r.eval_id, r.run_index): _agent_run(r) for r in records}
+    runs = {(r.eval_set_id, r.eval_id, r.run_index): agent_run_of(r) for r in records}
     agent = StoredRunAgent(run.agent_reference, run.agent_fingerprint, runs)
     config_json = config.model_dump(mode="json", exclude_none=True)
     eval_request = _request(request.run_id, run.agent_reference, config_json, run.num_runs, request.db_url)
@@ -149,16 +149,3 @@ def _only(eval_sets: list[EvalSet], wanted: set[tuple[str, str]]) -> list[EvalSe
         for s in eval_sets
     ]
     return [s for s in kept if s.eval_cases]
-
-
-def _agent_run(record: Any) -> AgentRun:
-    return AgentRun(
-        eval_set_id=record.eval_set_id,
-        eval_id=record.eval_id,
-        run_index=record.run_index,
-        invocations=[Invocation.model_validate(i) for i in record.actual_invocations],
-        latency_seconds=record.latency_seconds,
-        error=record.error,
-        attempts=record.attempts,
-        final_session_state=record.final_session_state,
-    )

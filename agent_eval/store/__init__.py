@@ -15,6 +15,7 @@ from agent_eval.store.models import (
 from agent_eval.store.queries import (
     CaseScore,
     RunNotFoundError,
+    agent_run_of,
     case_scores,
     eval_set_hashes,
     find_baseline,
@@ -47,6 +48,7 @@ __all__ = [
     "RunNotFoundError",
     "RunRead",
     "RunStatus",
+    "agent_run_of",
     "case_scores",
     "complete_run",
     "default_db_url",

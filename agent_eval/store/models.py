@@ -28,10 +28,18 @@ __all__ = [
 
 
 class RunStatus:
-    """Lifecycle of a run row: `running` from the flow's start, then `completed` or `crashed`."""
+    """Lifecycle of a run row: `running` from the flow's start, then one of the end states.
+
+    `completed`: every case run was invoked and scored. `errored`: it finished, but too many case runs could
+    not reach the agent (an outage, not a result: never a baseline, never compared). `cancelled`: stopped by
+    a signal or from the UI. `crashed`: the process died or the flow failed (also set on runs left `running`
+    whose heartbeat stopped).
+    """
 
     RUNNING = "running"
     COMPLETED = "completed"
+    ERRORED = "errored"
+    CANCELLED = "cancelled"
     CRASHED = "crashed"
 
 
@@ -88,6 +96,7 @@ class RunBase(SQLModel):
     baseline_run_id: str | None = Field(default=None, max_length=64)
     regressed: bool | None = None
     regression: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    error: str | None = None
 
 
 class Run(RunBase, table=True):
@@ -147,8 +156,12 @@ class CaseRecord(SQLModel, table=True):
     status: int
     failure: int = 0
     error: str | None = None
+    error_kind: str | None = Field(default=None, max_length=16)
+    error_traceback: str | None = None
     latency_seconds: float = 0.0
     attempts: int = 1
+    cached_from_run_id: str | None = Field(default=None, max_length=64)
+    cached_at: datetime | None = _timestamp()
     actual_invocations: list[dict[str, Any]] = _json(list)
     token_usage: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     final_session_state: dict[str, Any] | None = Field(default=None, sa_type=JSON)

@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 from agent_eval.errors import EvalInputError
 from agent_eval.report.aggregate import summarize
 from agent_eval.report.models import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
-from agent_eval.schema import AgentRun, EvalSet, EvalStatus, Invocation, TokenUsage
+from agent_eval.schema import AgentRun, CacheOrigin, EvalSet, EvalStatus, Invocation, TokenUsage
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import (
     CaseRecord,
@@ -23,11 +23,13 @@ from agent_eval.store.models import (
     RunEvalSet,
     RunRead,
     RunStatus,
+    as_utc,
 )
 
 __all__ = [
     "CaseScore",
     "RunNotFoundError",
+    "agent_run_of",
     "case_scores",
     "eval_set_hashes",
     "find_baseline",
@@ -218,21 +220,31 @@ def _eval_sets(session: Session, run_id: str) -> dict[str, EvalSet]:
 def _case_result(record: CaseRecord, metrics: list[MetricRecord], eval_set: EvalSet | None) -> CaseResult:
     key = {"eval_set_id": record.eval_set_id, "eval_id": record.eval_id, "run_index": record.run_index}
     case = next((c for c in eval_set.eval_cases if c.eval_id == record.eval_id), None) if eval_set else None
-    agent_run = AgentRun(
-        **key,
-        invocations=[Invocation.model_validate(i) for i in record.actual_invocations or []],
-        latency_seconds=record.latency_seconds,
-        error=record.error,
-        attempts=record.attempts,
-        token_usage=TokenUsage.model_validate(record.token_usage) if record.token_usage else None,
-        final_session_state=record.final_session_state,
-    )
     return CaseResult(
         **key,
         status=EvalStatus(record.status),
-        agent_run=agent_run,
+        agent_run=agent_run_of(record),
         expected_invocations=case.conversation if case else None,
         metrics=[_metric_result(m, record) for m in metrics],
+    )
+
+
+def agent_run_of(record: CaseRecord) -> AgentRun:
+    """The `AgentRun` a stored case result holds: invocations, error (kind, traceback), where it came from."""
+    origin = CacheOrigin(run_id=record.cached_from_run_id, invoked_at=as_utc(record.cached_at))
+    return AgentRun(
+        eval_set_id=record.eval_set_id,
+        eval_id=record.eval_id,
+        run_index=record.run_index,
+        invocations=[Invocation.model_validate(i) for i in record.actual_invocations or []],
+        latency_seconds=record.latency_seconds,
+        error=record.error,
+        error_kind=record.error_kind,
+        error_traceback=record.error_traceback,
+        attempts=record.attempts,
+        token_usage=TokenUsage.model_validate(record.token_usage) if record.token_usage else None,
+        final_session_state=record.final_session_state,
+        cached_from=origin if record.cached_from_run_id else None,
     )
 
 
