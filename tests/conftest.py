@@ -1,4 +1,4 @@
-"""Shared fixtures: isolated Prefect and store homes, the shared data folder, the demo's paths."""
+"""Shared fixtures: isolated Prefect and store homes, the test data folder, the demo's paths."""
 
 from __future__ import annotations
 
@@ -20,19 +20,21 @@ os.environ["AGENT_EVAL_HOME"] = str(_SESSION_HOME / "agent_eval")
 os.environ.pop("AGENT_EVAL_DB_URL", None)
 os.environ.pop("PREFECT_API_URL", None)
 
-pytest_plugins = ["tests.fakes.gemini_server"]  # the `fake_gemini` fixture: a real HTTP fake of the Gemini API
+pytest_plugins = [
+    "tests.fakes.gemini_server",  # the `fake_gemini` fixture: a real HTTP fake of the Gemini API
+    "tests.require_adk",  # AGENT_EVAL_REQUIRE_ADK=1 turns a skip for a missing google-adk into a failure
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("AGENT_EVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+# Real ADK and Vertex AI files, copied into the repository (their sources: tests/data/README.md).
+TEST_DATA = REPO_ROOT / "tests" / "data"
 DEMO_DIR = REPO_ROOT / "examples" / "home_automation"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """`../shared/data`: the real ADK and Vertex AI files the loaders must take unchanged."""
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data folder not found at {SHARED_DATA}")
-    return SHARED_DATA
+def data_dir() -> Path:
+    """`tests/data`: the real ADK and Vertex AI files the loaders must take unchanged."""
+    return TEST_DATA
 
 
 @pytest.fixture(scope="session")

@@ -12,9 +12,9 @@ import pytest
 from agent_eval.errors import EvalInputError
 from agent_eval.io import find_config_file, load_eval_config, load_eval_set, load_eval_sets
 from agent_eval.schema import IntermediateData, content_text, tool_calls_of
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
-ADK_DATA = SHARED_DATA / "adk"
+ADK_DATA = TEST_DATA / "adk"
 EVAL_FILES = sorted(p for p in ADK_DATA.rglob("*.json") if p.name.endswith((".evalset.json", ".test.json")))
 CONFIG_FILES = sorted(ADK_DATA.rglob("test_config.json"))
 
@@ -23,9 +23,28 @@ def rel(path: Path) -> str:
     return path.relative_to(ADK_DATA).as_posix()
 
 
-def test_shared_data_has_files() -> None:
+def test_data_folder_has_files() -> None:
     assert len(EVAL_FILES) >= 9
     assert len(CONFIG_FILES) >= 5
+
+
+def test_data_folder_is_inside_the_repository_with_every_file_sourced() -> None:
+    repository = Path(__file__).resolve().parents[1]
+    data_files = [p for p in TEST_DATA.rglob("*") if p.is_file() and p.name != "README.md"]
+    assert [p for p in data_files if not p.resolve().is_relative_to(repository / "tests" / "data")] == []
+    sources = (TEST_DATA / "README.md").read_text(encoding="utf-8")
+    unsourced = [p.relative_to(TEST_DATA).as_posix() for p in data_files if p.name not in sources]
+    assert len(data_files) >= 20
+    assert unsourced == []
+
+
+def test_no_test_reads_files_outside_the_repository() -> None:
+    repository = TEST_DATA.parents[1]
+    outside = ("..", "shared")  # the sibling folder the tests once read
+    needles = ["/".join(outside), f'"{outside[1]}" / "data"', "AGENT_EVAL_" + "SHARED_DATA"]
+    sources = [*(repository / "tests").rglob("*.py"), *(repository / "benchmarks").rglob("*.py")]
+    readers = [p.name for p in sources if any(needle in p.read_text(encoding="utf-8") for needle in needles)]
+    assert readers == []
 
 
 @pytest.mark.parametrize("file", EVAL_FILES, ids=rel)
@@ -229,7 +248,7 @@ BROKEN: list[tuple[str, str | bytes, list[str]]] = [
     (
         "legacy-tool",
         json.dumps([{"query": "q", "expected_tool_use": [{"tool_input": {}}]}]),
-        ["case 'legacy-tool'", "field '[0].expected_tool_use[0]'", "expected {tool_name, tool_input}"],
+        ["case 'legacy-tool'", "field '[0].expected_tool_use[0].tool_name'", "is required but missing"],
     ),
 ]
 

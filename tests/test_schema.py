@@ -27,7 +27,7 @@ from agent_eval.schema import (
     content_text,
     tool_calls_of,
 )
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
 SNAKE: dict[str, Any] = {
     "eval_set_id": "set-1",
@@ -121,7 +121,7 @@ def test_dump_writes_snake_case() -> None:
 
 
 def _eval_files() -> list[Path]:
-    return sorted(p for p in (SHARED_DATA / "adk").rglob("*.json") if p.name.endswith((".evalset.json", ".test.json")))
+    return sorted(p for p in (TEST_DATA / "adk").rglob("*.json") if p.name.endswith((".evalset.json", ".test.json")))
 
 
 @pytest.mark.parametrize("file", _eval_files(), ids=lambda p: p.name)

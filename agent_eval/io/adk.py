@@ -12,14 +12,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from google.genai import types as genai_types
 from pydantic import ValidationError
 
 from agent_eval.errors import EvalInputError, from_validation_error
 from agent_eval.io.files import EVAL_FILE_SUFFIXES, read_json
-from agent_eval.schema import EvalCase, EvalSet
+from agent_eval.io.tool_steps import calls_from_steps, shown
+from agent_eval.schema import EvalCase, EvalSet, IntermediateData, InvocationEvents
 
 __all__ = ["eval_set_from_json", "legacy_rows_to_eval_set", "rust_to_adk_case"]
 
@@ -43,6 +46,7 @@ def eval_set_from_json(data: Any, path: Path, *, root: Path | None = None) -> Ev
     except ValidationError as error:
         raise from_validation_error(error, file=path, data=data) from None
     check_unique_case_ids(eval_set, path)
+    check_tool_call_names(eval_set, path)
     return eval_set
 
 
@@ -167,36 +171,32 @@ def _legacy_invocation(row: Any, index: int, case: str, path: Path) -> dict[str,
         raise EvalInputError(f"expected an object, got {type(row).__name__}", file=path, case=case, field=f"[{index}]")
     if not isinstance(row.get("query"), str):
         raise EvalInputError("'query' must be a string", file=path, case=case, field=f"[{index}].query")
-    tool_uses = _legacy_tool_uses(row.get("expected_tool_use") or [], f"[{index}].expected_tool_use", case, path)
-    intermediate = [
-        (r.get("author", ""), [{"text": r.get("text", "")}])
-        for r in row.get("expected_intermediate_agent_responses") or []
-        if isinstance(r, dict)
-    ]
+    where = f"[{index}].expected_tool_use"
+    tool_uses = calls_from_steps(row.get("expected_tool_use"), file=path, case=case, field=where)
+    intermediate = _legacy_intermediate_responses(row, f"[{index}].expected_intermediate_agent_responses", case, path)
     invocation: dict[str, Any] = {
         "invocation_id": f"{case}-{index}",
         "user_content": {"role": "user", "parts": [{"text": row["query"]}]},
         "intermediate_data": {"tool_uses": tool_uses, "intermediate_responses": intermediate},
     }
-    if isinstance(row.get("reference"), str):
-        invocation["final_response"] = {"role": "model", "parts": [{"text": row["reference"]}]}
+    reference = row.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        message = f"'reference' must be a string, got {shown(reference)}"
+        raise EvalInputError(message, file=path, case=case, field=f"[{index}].reference")
+    if reference is not None:
+        invocation["final_response"] = {"role": "model", "parts": [{"text": reference}]}
     return invocation
 
 
-def _legacy_tool_uses(uses: Any, where: str, case: str, path: Path) -> list[dict[str, Any]]:
-    """`[{tool_name, tool_input}]` as genai function calls `[{name, args}]`, each checked."""
-    if not isinstance(uses, list):
-        raise EvalInputError("expected a list of {tool_name, tool_input}", file=path, case=case, field=where)
-    calls = []
-    for j, use in enumerate(uses):
-        if not isinstance(use, dict) or not isinstance(use.get("tool_name"), str):
-            raise EvalInputError("expected {tool_name, tool_input}", file=path, case=case, field=f"{where}[{j}]")
-        tool_input = use.get("tool_input") or {}
-        if not isinstance(tool_input, dict):
-            message = f"expected an object of arguments, got {tool_input!r}"
-            raise EvalInputError(message, file=path, case=case, field=f"{where}[{j}].tool_input")
-        calls.append({"name": use["tool_name"], "args": tool_input})
-    return calls
+def _legacy_intermediate_responses(row: dict[str, Any], field: str, case: str, path: Path) -> list[Any]:
+    """`expected_intermediate_agent_responses[{author, text}]` as ADK's `(author, parts)` pairs."""
+    responses = row.get("expected_intermediate_agent_responses")
+    if responses is None:
+        return []
+    if not isinstance(responses, list) or not all(isinstance(r, dict) for r in responses):
+        message = f"expected a list of {{author, text}}, got {shown(responses)}"
+        raise EvalInputError(message, file=path, case=case, field=field)
+    return [(r.get("author", ""), [{"text": r.get("text", "")}]) for r in responses]
 
 
 def _initial_session_beside(path: Path) -> dict[str, Any] | None:
@@ -216,6 +216,39 @@ def check_unique_case_ids(eval_set: EvalSet, path: Path) -> None:
         if case.eval_id in seen:
             raise EvalInputError("duplicate eval_id", file=path, case=case.eval_id, field="eval_id")
         seen.add(case.eval_id)
+
+
+def check_tool_call_names(eval_set: EvalSet, path: Path) -> None:
+    """Every tool call (expected or actual, in either intermediate-data shape) names its tool.
+
+    genai's `FunctionCall` makes `name` optional, so a call written without one would load and never match.
+    """
+    for case in eval_set.eval_cases:
+        for field, call in _tool_calls_with_fields(case):
+            if call.name is None:
+                raise EvalInputError("is required but missing", file=path, case=case.eval_id, field=f"{field}.name")
+            if not call.name.strip():
+                message = f"expected the tool's name (a non-empty string), got {call.name!r}"
+                raise EvalInputError(message, file=path, case=case.eval_id, field=f"{field}.name")
+
+
+def _tool_calls_with_fields(case: EvalCase) -> Iterator[tuple[str, genai_types.FunctionCall]]:
+    """Each tool call of a case's conversations with its place in the file (`conversation.0....tool_uses.1`)."""
+    for key, invocations in (("conversation", case.conversation), ("actual_conversation", case.actual_conversation)):
+        for i, invocation in enumerate(invocations or []):
+            yield from _tool_calls_of_data(invocation.intermediate_data, f"{key}.{i}.intermediate_data")
+
+
+def _tool_calls_of_data(
+    data: IntermediateData | InvocationEvents | None, at: str
+) -> Iterator[tuple[str, genai_types.FunctionCall]]:
+    if isinstance(data, IntermediateData):
+        yield from ((f"{at}.tool_uses.{j}", call) for j, call in enumerate(data.tool_uses))
+        return
+    for k, event in enumerate(data.invocation_events if data is not None else []):
+        for m, part in enumerate((event.content.parts if event.content is not None else None) or []):
+            if part.function_call is not None:
+                yield f"{at}.invocation_events.{k}.content.parts.{m}.function_call", part.function_call
 
 
 def _legacy_set_id(path: Path, root: Path | None) -> str:

@@ -2,11 +2,13 @@
 
 Columns (all optional, at least one needed): `prompt`, `reference`, `reference_trajectory` (what is expected),
 `response`, `predicted_trajectory` (what the agent did). A trajectory is a list, or a JSON string of a list, of
-`{tool_name, tool_input}` (`tool_input` an object or a JSON string of one). Each row becomes an eval case with
-one invocation: the prompt is the user content, the reference the expected final response, the reference
-trajectory the expected tool uses. When a row has `response` or `predicted_trajectory`, those become the case's
-`actual_conversation`: the row is scored as it is, with no agent ("bring your own dataset"). The case id is
-the row's `eval_id` or `id` column, else `row_0001`, `row_0002`, ... in file order.
+`{tool_name, tool_input}` (`tool_input` an object or a JSON string of one; the exact rules are in
+`agent_eval.io.tool_steps`). Each row becomes an eval case with one invocation: the prompt is the user content,
+the reference the expected final response, the reference trajectory the expected tool uses. When a row has
+`response` or `predicted_trajectory`, those become the case's `actual_conversation`: the row is scored as it is,
+with no agent ("bring your own dataset"). The case id is the row's `eval_id` or `id` column, else `row_0001`,
+`row_0002`, ... in file order (the row's number, counting rows, not header or blank lines). Every error names
+the file, the case and the column (with the step's index inside a trajectory).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pydantic import ValidationError
 
 from agent_eval.errors import EvalInputError, from_validation_error
 from agent_eval.io.files import read_text
+from agent_eval.io.tool_steps import calls_from_steps
 from agent_eval.schema import EvalCase, EvalSet
 
 __all__ = ["VERTEX_COLUMNS", "eval_set_from_rows", "is_vertex_rows", "read_csv_rows", "read_jsonl_rows"]
@@ -129,32 +132,4 @@ def _text(row: dict[str, Any], column: str, eval_id: str, file: Path | str) -> s
 
 def _trajectory(row: dict[str, Any], column: str, eval_id: str, file: Path | str) -> list[dict[str, Any]]:
     """`[{tool_name, tool_input}]` (or its JSON string) as genai function calls `[{name, args}]`."""
-    steps = _json_value(row[column], column, eval_id, file)
-    if steps is None:
-        return []
-    if not isinstance(steps, list):
-        raise EvalInputError("expected a list of {tool_name, tool_input}", file=file, case=eval_id, field=column)
-    calls = []
-    for position, step in enumerate(steps):
-        where = f"{column}[{position}]"
-        if not isinstance(step, dict) or not isinstance(step.get("tool_name"), str):
-            raise EvalInputError("expected {tool_name, tool_input}", file=file, case=eval_id, field=where)
-        args = _json_value(step.get("tool_input") or {}, f"{where}.tool_input", eval_id, file)
-        if not isinstance(args, dict):
-            raise EvalInputError(
-                "expected an object of arguments", file=file, case=eval_id, field=f"{where}.tool_input"
-            )
-        calls.append({"name": step["tool_name"], "args": args})
-    return calls
-
-
-def _json_value(value: Any, field: str, eval_id: str, file: Path | str) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError as error:
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        raise EvalInputError(
-            f"not valid JSON ({error.msg} at column {error.colno}): {shown!r}", file=file, case=eval_id, field=field
-        ) from None
+    return calls_from_steps(row[column], file=file, case=eval_id, field=column, json_strings=True)

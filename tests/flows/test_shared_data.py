@@ -1,4 +1,4 @@
-"""Every file in ../shared/data evaluates through the flow: ADK files with the demo agent, the Vertex dataset
+"""Every file in tests/data evaluates through the flow: ADK files with the demo agent, the Vertex dataset
 with predictions as it is (no agent), the others with the demo agent."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ DEMO_AGENT = "examples/home_automation/agent.py:root_agent"
 DEFAULT_CRITERIA = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}
 
 
-def test_every_adk_file_evaluates_with_the_demo_agent(shared_data: Path, sqlite_url: str) -> None:
-    folder = shared_data / "adk"
+def test_every_adk_file_evaluates_with_the_demo_agent(data_dir: Path, sqlite_url: str) -> None:
+    folder = data_dir / "adk"
     expected_cases = sum(len(s.eval_cases) for s in load_eval_sets(folder))
 
     report = evaluate(folder, agent=DEMO_AGENT, config=DEFAULT_CRITERIA, db_url=sqlite_url)
@@ -33,8 +33,8 @@ def test_every_adk_file_evaluates_with_the_demo_agent(shared_data: Path, sqlite_
     assert (trajectory.score, trajectory.status) == (1.0, EvalStatus.PASSED)
 
 
-def test_vertex_dataset_with_predictions_is_scored_without_an_agent(shared_data: Path, sqlite_url: str) -> None:
-    dataset = shared_data / "vertex" / "vertex_docs_on_device_trajectory_example.json"
+def test_vertex_dataset_with_predictions_is_scored_without_an_agent(data_dir: Path, sqlite_url: str) -> None:
+    dataset = data_dir / "vertex" / "vertex_docs_on_device_trajectory_example.json"
     config = {
         "criteria": {name: 0.5 for name in ("trajectory_exact_match", "trajectory_precision", "trajectory_recall")}
     }
@@ -50,8 +50,8 @@ def test_vertex_dataset_with_predictions_is_scored_without_an_agent(shared_data:
     assert report.summary.agent_failures == 0
 
 
-def test_vertex_datasets_without_predictions_run_the_given_agent(shared_data: Path, sqlite_url: str) -> None:
-    files = [str(shared_data / "vertex" / name) for name in
+def test_vertex_datasets_without_predictions_run_the_given_agent(data_dir: Path, sqlite_url: str) -> None:
+    files = [str(data_dir / "vertex" / name) for name in
              ("vertex_notebook_product_agent_sample.json", "vertex_notebook_product_agent_sample.jsonl")]  # fmt: skip
 
     report = evaluate(files, agent=DEMO_AGENT, config={"criteria": {"trajectory_recall": 1.0}}, db_url=sqlite_url)

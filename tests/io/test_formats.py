@@ -12,7 +12,7 @@ import pytest
 from agent_eval.errors import EvalInputError
 from agent_eval.io import eval_set_from_dataframe, load_eval_set, load_eval_sets, write_eval_set
 from agent_eval.schema import EvalSet, content_text, tool_calls_of
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEST_DATA
 
 RUST_TEST_FILE: dict[str, Any] = {
     "eval_set_id": "weather_tests",
@@ -168,7 +168,7 @@ def test_vertex_tool_input_given_as_json_string(tmp_path: Path) -> None:
     [
         ([{"prompt": "p", "reference_trajectory": "[{bad json"}], "case 'row_0001': field 'reference_trajectory'"),
         ([{"prompt": "p", "predicted_trajectory": '{"tool_name": "t"}'}], "expected a list of {tool_name"),
-        ([{"prompt": "p", "reference_trajectory": [{"tool_input": {}}]}], "field 'reference_trajectory[0]'"),
+        ([{"prompt": "p", "reference_trajectory": [{"tool_input": {}}]}], "field 'reference_trajectory[0].tool_name'"),
         ([{"prompt": 3, "reference": "r"}], "field 'prompt': expected text, got int"),
         ([{"id": "a", "prompt": "x"}, {"id": "a", "prompt": "y"}], "case 'a': field 'eval_id': duplicate eval_id"),
     ],
@@ -202,8 +202,8 @@ def test_oversized_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         load_eval_set(path)
 
 
-def test_every_shared_vertex_file_loads() -> None:
-    files = sorted((SHARED_DATA / "vertex").iterdir())
+def test_every_vertex_data_file_loads() -> None:
+    files = sorted((TEST_DATA / "vertex").iterdir())
     eval_sets = load_eval_sets([str(f) for f in files])
     assert [s.eval_set_id for s in eval_sets] == [f.name for f in files]
     with_predictions = {s.eval_set_id for s in eval_sets if all(c.actual_conversation for c in s.eval_cases)}
@@ -226,7 +226,7 @@ def test_globs_and_folders_are_sorted_and_deterministic(tmp_path: Path) -> None:
         load_eval_sets(str(tmp_path / "*.nothing"))
 
 
-ADK_FILES = sorted(p for p in (SHARED_DATA / "adk").rglob("*.json") if p.name.endswith((".evalset.json", ".test.json")))
+ADK_FILES = sorted(p for p in (TEST_DATA / "adk").rglob("*.json") if p.name.endswith((".evalset.json", ".test.json")))
 
 
 @pytest.mark.parametrize("file", ADK_FILES, ids=lambda p: p.name)
