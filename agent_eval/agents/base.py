@@ -13,7 +13,16 @@ __all__ = ["Agent", "AgentSession", "AgentTurn", "ToolCallRecord", "TransientAge
 
 
 class TransientAgentError(Exception):
-    """An error worth retrying (timeout, rate limit, 5xx, lost connection); anything else is final."""
+    """An error worth retrying (timeout, rate limit, 5xx, lost connection); anything else is final.
+
+    Args:
+        *args: the message.
+        status_code: the HTTP status that made it transient, when there was one.
+    """
+
+    def __init__(self, *args: object, status_code: int | None = None) -> None:
+        super().__init__(*args)
+        self.status_code = status_code
 
 
 class ToolCallRecord(BaseModel):
@@ -55,8 +64,12 @@ class AgentSession(BaseModel):
 class Agent(Protocol):
     """Runs one eval case, all its turns in one fresh session, and reports what happened.
 
-    Implementations return an `AgentRun` whose `error` is set when the agent failed for a reason that is
-    not worth retrying, and raise `TransientAgentError` for one that is.
+    Implementations return an `AgentRun`, raise `AgentFailure` (its run with `error`, `error_kind` and
+    `error_traceback` set) when the agent failed for a reason that is not worth retrying, and raise the
+    transient error itself (see `agent_eval.agents.errors.is_transient`) for one that is.
+
+    An agent may also have `async def preflight(self) -> None`, a cheap check run once before the first case
+    (`preflight_agent`); the adapters of this package all have one (`TurnAgent`'s does nothing).
     """
 
     @property

@@ -7,8 +7,11 @@ Accepted return shapes, per turn:
 - `AgentTurn` (or a dict of its fields: `response`, `tool_calls[{name, args, id?, response?}]`,
   `intermediate_responses`, `input_tokens`, `output_tokens`);
 - a Vertex-style dict `{"response": str, "predicted_trajectory": [{"tool_name", "tool_input"}]}`.
-Errors: `TransientAgentError`, `TimeoutError` and `ConnectionError` are retried by the flow; any other
-exception is the agent's own failure and ends the case run (recorded, not retried).
+A sync function runs on a daemon thread of its own (`agent_eval.agents.threads`): a turn that hangs past the
+turn timeout is abandoned and never keeps the process from exiting.
+Errors: `TransientAgentError`, timeouts, lost connections and HTTP 408 / 429 / 5xx errors are retried by the
+flow (`agent_eval.agents.errors.is_transient`); any other exception, `SystemExit` and `KeyboardInterrupt`
+included, is the agent's own failure and ends the case run (recorded, not retried).
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import anyio.to_thread
 from pydantic import ValidationError
 
 from agent_eval.agents.base import AgentSession, AgentTurn, ToolCallRecord
 from agent_eval.agents.conversation import TurnAgent
+from agent_eval.agents.threads import run_in_daemon_thread
 
 __all__ = ["CallableAgent", "to_agent_turn"]
 
@@ -52,9 +55,9 @@ class CallableAgent(TurnAgent):
         if inspect.iscoroutinefunction(self._function):
             output = await self._function(*args)
         else:
-            # anyio's worker pool (40 threads) rather than asyncio's (cores + 4), so sync agents are not
-            # capped below the flow's own concurrency limit.
-            output = await anyio.to_thread.run_sync(functools.partial(self._function, *args))
+            # A daemon thread per turn: no pool caps sync agents below the flow's concurrency limit, and a
+            # turn that never returns cannot keep the process alive.
+            output = await run_in_daemon_thread(functools.partial(self._function, *args), name="agent-eval-agent-turn")
             if inspect.isawaitable(output):
                 output = await output
         return to_agent_turn(output)

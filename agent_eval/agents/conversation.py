@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 from google.genai import types as genai_types
 
 from agent_eval.agents.base import AgentSession, AgentTurn
-from agent_eval.agents.errors import AgentFailure, is_transient
+from agent_eval.agents.errors import AgentFailure, TurnTimeoutError, fail_run, is_transient
 from agent_eval.schema import (
     AgentRun,
     ConversationScenario,
@@ -70,7 +70,8 @@ class TurnAgent(ABC):
 
     Attributes:
         simulator: plays the user of `conversation_scenario` cases (none: such cases are recorded failures).
-        turn_timeout: seconds one turn may take before it is interrupted (a transient error, retried).
+        turn_timeout: seconds one turn may take before it is interrupted (`TurnTimeoutError`: retried, then
+            recorded with kind `"timeout"`).
         max_simulated_turns: cap on the invocations of a simulated conversation.
     """
 
@@ -107,45 +108,71 @@ class TurnAgent(ABC):
         """Release what `open_session` acquired (nothing by default)."""
         del session
 
+    async def preflight(self) -> None:
+        """Check cheaply, before the first case, that the agent can be used (nothing to check by default).
+
+        Raises:
+            agent_eval.errors.InfrastructureError: the agent's server cannot be reached.
+            agent_eval.errors.EvalInputError: the reference names something the server does not have.
+        """
+        return None
+
     async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
         """Run every user turn of `case` in one fresh session.
 
         Raises:
-            AgentFailure: the agent failed for good; carries the invocations made before the failure.
+            AgentFailure: the agent failed for good (its run has the error, its kind and traceback, and the
+                invocations made before the failure).
             Exception: a transient error (see `is_transient`), for the caller to retry.
         """
         run = AgentRun(eval_set_id=eval_set_id, eval_id=case.eval_id, run_index=run_index)
-        session = await self.open_session(case)
         started = time.perf_counter()
         try:
-            async for index, user_content in self._user_turns(case, session, run):
-                turn_started = time.perf_counter()
-                turn = await self._answer_once(user_content, session, run, index, started)
-                session.history.append(turn)
-                run.invocations.append(turn_invocation(user_content, turn, time.perf_counter() - turn_started, index))
+            session = await self.open_session(case)
+        except Exception as error:
+            if is_transient(error):
+                raise
+            raise _failure(run, error, started) from error
+        try:
+            await self._converse(case, session, run, started)
+        except AgentFailure:
+            raise
+        except Exception as error:  # from the session or the user simulator, between turns
+            if is_transient(error):
+                raise
+            raise _failure(run, error, started) from error
         finally:
             await self.close_session(session)
+            run.final_session_state = session.state  # a failed run's too: where it stopped
         run.latency_seconds = time.perf_counter() - started
         run.token_usage = _token_usage(session.history)
-        run.final_session_state = session.state
         return run
+
+    async def _converse(self, case: EvalCase, session: AgentSession, run: AgentRun, started: float) -> None:
+        """Every turn of the case, each recorded on `run` as an invocation."""
+        async for index, user_content in self._user_turns(case, session, run):
+            turn_started = time.perf_counter()
+            turn = await self._answer_once(user_content, session, run, index, started)
+            session.history.append(turn)
+            run.invocations.append(turn_invocation(user_content, turn, time.perf_counter() - turn_started, index))
 
     async def _answer_once(
         self, user_content: genai_types.Content, session: AgentSession, run: AgentRun, index: int, started: float
     ) -> AgentTurn:
+        """The agent's turn. A transient error is raised as it is, our turn timeout as `TurnTimeoutError`;
+        anything else the agent raises, `SystemExit` and `KeyboardInterrupt` included, fails the case run."""
+        timer = asyncio.timeout(self.turn_timeout)
         try:
-            async with asyncio.timeout(self.turn_timeout):
+            async with timer:
                 return bound_turn(await self.answer(content_text(user_content), session))
-        except TimeoutError as error:
-            if str(error):
-                raise
-            raise TimeoutError(f"turn {index + 1} took longer than {self.turn_timeout:g} s") from None
-        except Exception as error:
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # the agent's own SystemExit or KeyboardInterrupt fails this case run only
+            if isinstance(error, TimeoutError) and timer.expired():
+                raise TurnTimeoutError(f"turn {index + 1} took longer than {self.turn_timeout:g} s") from None
             if is_transient(error):
                 raise
-            run.error = f"turn {index + 1}: {type(error).__name__}: {error}"
-            run.latency_seconds = time.perf_counter() - started
-            raise AgentFailure(run) from error
+            raise _failure(run, error, started, turn=index + 1) from error
 
     async def _user_turns(
         self, case: EvalCase, session: AgentSession, run: AgentRun
@@ -163,6 +190,7 @@ class TurnAgent(ABC):
                 "default LLM-backed one GOOGLE_API_KEY or GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI=true with "
                 "GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION)"
             )
+            run.error_kind = "agent"
             raise AgentFailure(run)
         message: str | None = scenario.starting_prompt
         sent: list[str] = []
@@ -171,6 +199,13 @@ class TurnAgent(ABC):
             sent.append(message)
             if len(sent) < self.max_simulated_turns:  # no model call for a message that would not be sent
                 message = await self.simulator.next_message(scenario, session.history, list(sent))
+
+
+def _failure(run: AgentRun, error: BaseException, started: float, *, turn: int | None = None) -> AgentFailure:
+    """The `AgentFailure` for a final error: its run records the error (one line naming the turn, its kind,
+    the traceback) and the time taken so far."""
+    run.latency_seconds = time.perf_counter() - started
+    return fail_run(run, error, turn=turn)
 
 
 def fresh_session(case: EvalCase) -> AgentSession:

@@ -113,7 +113,7 @@ async def generate(
         return await client.aio.models.generate_content(model=model, contents=contents, config=config)
     except genai_errors.APIError as error:
         if error.code in (408, 429) or error.code >= 500:
-            raise TransientAgentError(f"{model}: {error}") from error
+            raise TransientAgentError(f"{model}: {error}", status_code=error.code) from error
         raise
     except _TRANSPORT_ERRORS as error:
         raise TransientAgentError(f"{model}: {type(error).__name__}: {error}") from error

@@ -6,8 +6,9 @@ References (see `resolve_http_agent`):
   (`POST /apps/{app}/users/{user}/sessions` with `{"session_id", "state"}`, the case's `session_input`); per
   turn it sends `POST /run` with `{"app_name", "user_id", "session_id", "new_message"}` and reads the events
   of the answer as the in-process ADK adapter does (`turn_from_events`); at the end it reads the session's
-  state (`GET .../sessions/{id}`, the final session state) and deletes the session. The server runs
-  AgentTools itself, so the calls made inside them are not in its events and cannot be seen from here.
+  state (`GET .../sessions/{id}`, the final session state) and deletes the session (unless sessions are
+  kept, below). The server runs AgentTools itself, so the calls made inside them are not in its events and
+  cannot be seen from here.
 - `http://...` / `https://...`: a generic JSON endpoint (`HttpAgent`). Each turn is
   `POST url` with `{"prompt": str, "session_id": str, "user_id": str, "state": dict}` (the session id is the
   same for every turn of a case run; `state` is the session state so far). The answer is JSON:
@@ -16,7 +17,24 @@ References (see `resolve_http_agent`):
   response?}]}`); a returned `state` replaces the session state, so a stateless server can carry it over.
 
 Errors: timeouts (`request_timeout`, 120 s by default), lost connections and HTTP 408 / 429 / 5xx are
-`TransientAgentError`s, retried by the flow; any other HTTP error or an unreadable answer fails the case run.
+`TransientAgentError`s (with the `status_code`), retried by the flow; any other HTTP status raises
+`AgentHttpError` (with its `status_code`: a 401 / 403 is recorded as a transport failure, a 400 / 404 / 422
+as the agent's), and an unreadable answer fails the case run. URLs in messages are shown without
+credentials or query.
+
+Preflight (`preflight`, once before the first case, see `agent_eval.agents.preflight_agent`): an ADK
+api_server must answer `GET /list-apps` and list the app (unreachable, or 401 / 403 / 408 / 429 / 5xx:
+`InfrastructureError`; the app missing, or no app list: `EvalInputError` naming the apps it has); a generic
+endpoint must answer a `HEAD url` with any HTTP status (refused, DNS or TLS failure, timeout:
+`InfrastructureError`).
+
+ADK api_server sessions: the server's own id of the case run's session (the id it answers the session
+creation with) is used for the turns and recorded in the run's final session state under the key
+`agent_eval:server_session` (`SERVER_SESSION_KEY`), as `{"base_url", "app_name", "user_id", "session_id",
+"kept"}` (read it with `server_session_of(run)`). Sessions are deleted after each case run, unless the
+environment variable `AGENT_EVAL_KEEP_SESSIONS` is `1` / `true` / `yes` / `on` (or
+`AdkApiAgent(keep_sessions=True)`): then they stay on the server, to open in `adk web` on the same server (app,
+user and session id as recorded).
 
 Fingerprint: the URL, plus the environment variable `AGENT_EVAL_AGENT_VERSION` when it is set. A remote agent's
 code cannot be hashed, so set (or change) that variable when the agent behind the URL changes, or the flow's
@@ -25,6 +43,7 @@ cache will serve runs of the old version.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from typing import Any
@@ -37,23 +56,52 @@ from agent_eval.agents.adk_agent import EventView, token_counts, turn_from_event
 from agent_eval.agents.base import AgentSession, AgentTurn, TransientAgentError
 from agent_eval.agents.callable import to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, fresh_session
-from agent_eval.errors import EvalInputError
-from agent_eval.schema import EvalCase
+from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.schema import AgentRun, EvalCase
 
 __all__ = [
     "ADK_API_SCHEMES",
     "AGENT_VERSION_ENV",
     "DEFAULT_REQUEST_TIMEOUT",
+    "KEEP_SESSIONS_ENV",
+    "SERVER_SESSION_KEY",
     "AdkApiAgent",
+    "AgentHttpError",
     "HttpAgent",
     "is_http_reference",
     "resolve_http_agent",
+    "server_session_of",
 ]
 
 AGENT_VERSION_ENV = "AGENT_EVAL_AGENT_VERSION"
+KEEP_SESSIONS_ENV = "AGENT_EVAL_KEEP_SESSIONS"
+SERVER_SESSION_KEY = "agent_eval:server_session"
 ADK_API_SCHEMES = ("adk-api+http://", "adk-api+https://")
 DEFAULT_REQUEST_TIMEOUT = 120.0
 _TRANSIENT_STATUS = frozenset({408, 429})
+
+
+class AgentHttpError(RuntimeError):
+    """The agent's server answered with an HTTP error status that is not worth retrying.
+
+    Attributes:
+        status_code: the HTTP status (read by `error_kind_of`: 401 / 403 are transport failures).
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def server_session_of(run: AgentRun) -> dict[str, Any] | None:
+    """The ADK api_server session a case run used (`SERVER_SESSION_KEY` of its final state), if any."""
+    found = (run.final_session_state or {}).get(SERVER_SESSION_KEY)
+    return found if isinstance(found, dict) else None
+
+
+def keep_sessions_from_environment() -> bool:
+    """Whether `$AGENT_EVAL_KEEP_SESSIONS` asks to keep the api_server sessions (`1`, `true`, `yes`, `on`)."""
+    return os.environ.get(KEEP_SESSIONS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def is_http_reference(reference: str) -> bool:
@@ -126,14 +174,14 @@ class _HttpTurnAgent(TurnAgent):
         try:
             response = await _client(session).post(url, json=payload)
         except httpx.TimeoutException as error:
-            raise TransientAgentError(f"timed out after {self.request_timeout} s: POST {url}") from error
+            raise TransientAgentError(f"timed out after {self.request_timeout} s: POST {_shown(url)}") from error
         except httpx.TransportError as error:
-            raise TransientAgentError(f"{type(error).__name__} on POST {url}: {error}") from error
+            raise TransientAgentError(f"{type(error).__name__} on POST {_shown(url)}: {error}") from error
         _check_status(response)
         try:
             return response.json()
         except ValueError as error:
-            raise RuntimeError(f"POST {url} answered with non-JSON: {response.text[:200]!r}") from error
+            raise RuntimeError(f"POST {_shown(url)} answered with non-JSON: {response.text[:200]!r}") from error
 
 
 def _client(session: AgentSession) -> httpx.AsyncClient:
@@ -144,10 +192,20 @@ def _client(session: AgentSession) -> httpx.AsyncClient:
 def _check_status(response: httpx.Response) -> None:
     if response.is_success:
         return
-    message = f"HTTP {response.status_code} from {response.request.method} {response.url}: {response.text[:200]}"
-    if response.status_code in _TRANSIENT_STATUS or response.status_code >= 500:
-        raise TransientAgentError(message)
-    raise RuntimeError(message)
+    status = response.status_code
+    message = f"HTTP {status} from {response.request.method} {_shown(response.url)}: {response.text[:200]}"
+    if status in _TRANSIENT_STATUS or status >= 500:
+        raise TransientAgentError(message, status_code=status)
+    raise AgentHttpError(message, status_code=status)
+
+
+def _shown(url: str | httpx.URL) -> str:
+    """The URL without credentials or query (which may hold tokens), for messages."""
+    return str(httpx.URL(url).copy_with(username=None, password=None, query=None, fragment=None))
+
+
+def _unreachable(what: str, url: str | httpx.URL, error: httpx.HTTPError) -> InfrastructureError:
+    return InfrastructureError(f"cannot reach {what} at {_shown(url)}: {type(error).__name__}: {error}")
 
 
 # -------------------------------------------------------------------------------------- generic JSON endpoint
@@ -163,6 +221,18 @@ class HttpAgent(_HttpTurnAgent):
         super().__init__(url, request_timeout)
         self.url = url
 
+    async def preflight(self) -> None:
+        """`HEAD url`: any HTTP answer means the agent is reachable.
+
+        Raises:
+            InfrastructureError: connection refused, DNS or TLS failure, timeout.
+        """
+        async with httpx.AsyncClient(timeout=self.request_timeout) as client:
+            try:
+                await client.head(self.url)
+            except httpx.HTTPError as error:
+                raise _unreachable("the agent", self.url, error) from None
+
     async def answer(self, message: str, session: AgentSession) -> AgentTurn:
         """POST the message with the session id and state; read the response and the trajectory."""
         payload = {"prompt": message, "session_id": session.session_id, "user_id": session.user_id}
@@ -176,7 +246,7 @@ class HttpAgent(_HttpTurnAgent):
         try:
             return to_agent_turn(data)
         except TypeError as error:
-            raise RuntimeError(f"{self.url} answered with an unreadable turn: {error}") from None
+            raise RuntimeError(f"{_shown(self.url)} answered with an unreadable turn: {error}") from None
 
 
 # ------------------------------------------------------------------------------------------ ADK api_server
@@ -188,6 +258,8 @@ class AdkApiAgent(_HttpTurnAgent):
         app_name: the app (agent folder) to run; it overrides the case's `session_input.app_name`.
         reference: the reference string (default: `adk-api+BASE_URL/APP_NAME`).
         request_timeout: seconds one request may take (then a transient error, retried by the flow).
+        keep_sessions: leave each case run's session on the server, for `adk web` (default:
+            `$AGENT_EVAL_KEEP_SESSIONS`).
     """
 
     def __init__(
@@ -197,21 +269,68 @@ class AdkApiAgent(_HttpTurnAgent):
         *,
         reference: str | None = None,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        keep_sessions: bool | None = None,
     ) -> None:
         super().__init__(reference or f"adk-api+{base_url.rstrip('/')}/{app_name}", request_timeout)
         self.base_url = base_url.rstrip("/")
         self.app_name = app_name
+        self.keep_sessions = keep_sessions_from_environment() if keep_sessions is None else keep_sessions
+
+    async def preflight(self) -> None:
+        """`GET /list-apps`: the server answers and serves the app.
+
+        Raises:
+            InfrastructureError: the server cannot be reached, or answers 401 / 403 / 408 / 429 / 5xx.
+            EvalInputError: the server does not serve the app, or is not an ADK api_server.
+        """
+        async with httpx.AsyncClient(timeout=self.request_timeout) as client:
+            try:
+                response = await client.get(f"{self.base_url}/list-apps")
+            except httpx.HTTPError as error:
+                raise _unreachable("the ADK api_server", self.base_url, error) from None
+        apps = self._listed_apps(response)
+        if self.app_name not in apps:
+            close = difflib.get_close_matches(self.app_name, apps, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise EvalInputError(
+                f"the ADK api_server at {_shown(self.base_url)} has no app {self.app_name!r}{hint}; "
+                f"its apps are {sorted(apps)}: use adk-api+{_shown(self.base_url)}/APP_NAME",
+                field="agent",
+            )
+
+    def _listed_apps(self, response: httpx.Response) -> list[str]:
+        """The app names of a `/list-apps` answer (a list of names, or `{"apps": [{"name"}]}`)."""
+        where = f"the ADK api_server at {_shown(self.base_url)}"
+        status = response.status_code
+        if status in _TRANSIENT_STATUS or status >= 500 or status in (401, 403):
+            raise InfrastructureError(f"{where} answered GET /list-apps with HTTP {status}: {response.text[:200]}")
+        try:
+            data = response.json() if response.is_success else None
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            data = [app.get("name") for app in data.get("apps") or [] if isinstance(app, dict)]
+        if not isinstance(data, list):
+            raise EvalInputError(
+                f"{where} answered GET /list-apps with HTTP {status} and no app list: is it an ADK api_server "
+                "(`adk api_server AGENTS_DIR`)?",
+                field="agent",
+            )
+        return [str(name) for name in data]
 
     async def open_session(self, case: EvalCase) -> AgentSession:
-        """Create the server-side session with the case's user, session id and state."""
+        """Create the server-side session with the case's user, session id and state (the server's own id,
+        if it answers with another one, is the one used)."""
         session = await super().open_session(case)
         session.app_name = self.app_name
         payload = {"session_id": session.session_id, "state": session.state}
         try:
-            await self._post(session, self._sessions_url(session), payload)
+            created = await self._post(session, self._sessions_url(session), payload)
         except BaseException:
             await _client(session).aclose()  # run_case closes only the sessions it got
             raise
+        if isinstance(created, dict) and isinstance(created.get("id"), str) and created["id"]:
+            session.session_id = created["id"]
         return session
 
     async def answer(self, message: str, session: AgentSession) -> AgentTurn:
@@ -225,20 +344,34 @@ class AdkApiAgent(_HttpTurnAgent):
         }
         events = await self._post(session, f"{self.base_url}/run", payload)
         if not isinstance(events, list):
-            raise RuntimeError(f"{self.base_url}/run answered with {type(events).__name__}, not a list of events")
+            raise RuntimeError(
+                f"{_shown(self.base_url)}/run answered with {type(events).__name__}, not a list of events"
+            )
         return turn_from_events([view_of_json_event(event) for event in events if isinstance(event, dict)])
 
     async def close_session(self, session: AgentSession) -> None:
-        """Read the final session state, delete the server-side session (both best effort), close the client."""
+        """Read the final session state, delete the server-side session unless it is kept (both best effort),
+        record which session it was (`SERVER_SESSION_KEY`), close the client."""
         url = f"{self._sessions_url(session)}/{session.session_id}"
         try:
             response = await _client(session).get(url)
             if response.is_success and isinstance(state := response.json().get("state"), dict):
                 session.state = state
-            await _client(session).delete(url)
+            if not self.keep_sessions:
+                await _client(session).delete(url)
         except (httpx.HTTPError, ValueError, AttributeError):
             pass  # the turns are recorded; a lost final state must not fail the case run
+        session.state = {**session.state, SERVER_SESSION_KEY: self._session_record(session)}
         await super().close_session(session)
+
+    def _session_record(self, session: AgentSession) -> dict[str, Any]:
+        return {
+            "base_url": _shown(self.base_url),
+            "app_name": self.app_name,
+            "user_id": session.user_id,
+            "session_id": session.session_id,
+            "kept": self.keep_sessions,
+        }
 
     def _sessions_url(self, session: AgentSession) -> str:
         return f"{self.base_url}/apps/{self.app_name}/users/{session.user_id}/sessions"

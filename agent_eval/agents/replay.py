@@ -24,6 +24,9 @@ class ReplayAgent:
         """Constant: the output depends only on the case, which is part of the cache key."""
         return "replay-v1"
 
+    async def preflight(self) -> None:
+        """Nothing to check: no agent is called."""
+
     async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
         """The case's recorded invocations, at no cost.
 
@@ -33,6 +36,7 @@ class ReplayAgent:
         run = AgentRun(eval_set_id=eval_set_id, eval_id=case.eval_id, run_index=run_index)
         if case.actual_conversation is None:
             run.error = "no recorded response or predicted_trajectory to replay, and no agent given"
+            run.error_kind = "agent"
             raise AgentFailure(run)
         run.invocations = list(case.actual_conversation)
         run.latency_seconds = sum(inv.duration or 0.0 for inv in case.actual_conversation)

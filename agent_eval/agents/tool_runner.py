@@ -3,7 +3,7 @@
 Rules (the google-genai SDK's automatic function calling does the same, except for mocks):
 - a call answered by a mock (`EvalCase.tool_mocks`, see `find_mock`) returns the canned response and the real
   function is not called;
-- a sync function runs in a worker thread, an async one is awaited;
+- a sync function runs on a daemon thread of its own (it cannot block exit if it hangs), an async one is awaited;
 - an unknown tool, wrong arguments or an exception in the tool become `{"error": "..."}` for the model,
   which may recover: a tool failure is part of the agent's behaviour, not a crash of the evaluation;
 - the result is made JSON-able (unknown objects by `repr`), so it can be recorded and sent back.
@@ -16,10 +16,10 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import anyio.to_thread
 from pydantic_core import to_jsonable_python
 
 from agent_eval.agents.mocking import find_mock
+from agent_eval.agents.threads import run_in_daemon_thread
 from agent_eval.schema import ToolMock
 
 __all__ = ["ToolFunction", "check_tools", "run_tool", "tool_source"]
@@ -65,7 +65,7 @@ async def run_tool(
 async def _call(function: ToolFunction, args: dict[str, Any]) -> Any:
     if inspect.iscoroutinefunction(function):
         return await function(**args)
-    result = await anyio.to_thread.run_sync(functools.partial(function, **args))
+    result = await run_in_daemon_thread(functools.partial(function, **args), name="agent-eval-tool-call")
     return await result if inspect.isawaitable(result) else result
 
 

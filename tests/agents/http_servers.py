@@ -4,10 +4,11 @@
   first requests with 503 or answer slowly, and records every request.
 - `FakeAdkApiServer`: a stand-in for `adk api_server` (ADK's own FastAPI app cannot be imported in this test
   environment: google-adk's `cli.fast_api` needs an opentelemetry-sdk version that conflicts with Prefect's).
-  It implements the endpoints the adapter uses with ADK's payloads (`POST /apps/{app}/users/{user}/sessions`
-  with `{session_id, state}`, the older `POST .../sessions/{id}` with the state as body, `GET` / `DELETE
-  .../sessions/{id}`, `POST /run`), and it answers `/run` the way ADK's server does: it runs the agent with a
-  real ADK `Runner` and returns `[event.model_dump(exclude_none=True, by_alias=True, mode="json")]`.
+  It implements the endpoints the adapter uses with ADK's payloads (`GET /list-apps`, `POST
+  /apps/{app}/users/{user}/sessions` with `{session_id, state}`, the older `POST .../sessions/{id}` with the
+  state as body, `GET` / `DELETE .../sessions/{id}`, `POST /run`), and it answers `/run` the way ADK's server
+  does: it runs the agent with a real ADK `Runner` and returns
+  `[event.model_dump(exclude_none=True, by_alias=True, mode="json")]`.
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ class FakeAdkApiServer:
     def handle(self, method: str, path: str, body: Any) -> Reply:
         """The server's routing function."""
         match = re.fullmatch(r"/apps/([^/]+)/users/([^/]+)/sessions(?:/([^/]+))?", path)
+        if path == "/list-apps" and method == "GET":
+            return 200, [self.app_name]
         if path == "/run" and method == "POST":
             return asyncio.run(self._run(body))
         if match is None or match.group(1) != self.app_name:

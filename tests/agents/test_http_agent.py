@@ -110,7 +110,7 @@ def test_adk_api_server_session_lifecycle_and_payloads(adk_api_run: tuple[AgentR
 def test_adk_api_server_unknown_app_is_not_transient(adk_server: tuple[str, list[Any]]) -> None:
     base_url, _ = adk_server
 
-    with pytest.raises(RuntimeError, match=r"HTTP 404 from POST .*/apps/nope/users/eval_user/sessions"):
+    with pytest.raises(AgentFailure, match=r"AgentHttpError: HTTP 404 from POST .*/apps/nope/users/eval_user/sessions"):
         asyncio.run(AdkApiAgent(base_url, "nope").run_case(make_case("hi"), "set", 0))
 
 
