@@ -32,7 +32,7 @@ import enum
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeAlias
 
 from google.genai import types as genai_types
@@ -52,6 +52,8 @@ from agent_eval.schema import (
 )
 
 __all__ = [
+    "SIMILARITY_OPTION_KEYS",
+    "TRAJECTORY_OPTION_KEYS",
     "SimilarityAlgorithm",
     "SimilarityOptions",
     "args_match",
@@ -150,6 +152,10 @@ def _flag(eval_metric: EvalMetric, name: str, default: bool) -> bool:
     return value
 
 
+TRAJECTORY_OPTION_KEYS = frozenset({"strict_order", "strict_args"})
+"""The options of `tool_trajectory_score` (any other key is rejected when the config is resolved)."""
+
+
 def _trajectory_flags(eval_metric: EvalMetric) -> tuple[bool, bool]:
     """`(strict_order, strict_args)`, ADK-Rust's defaults `(True, False)`."""
     return _flag(eval_metric, "strict_order", True), _flag(eval_metric, "strict_args", False)
@@ -164,6 +170,7 @@ def _below(score: float, threshold: float | None) -> bool:
     "tool_trajectory_score",
     description="Tool calls matched / max(expected, actual), with strict_order and strict_args (ADK-Rust).",
     options=_trajectory_flags,
+    option_keys=TRAJECTORY_OPTION_KEYS,
 )
 def tool_trajectory_score(
     eval_metric: EvalMetric,
@@ -253,6 +260,10 @@ class SimilarityOptions:
         )
 
 
+SIMILARITY_OPTION_KEYS = frozenset(option.name for option in fields(SimilarityOptions))
+"""The options of `response_similarity` (any other key is rejected when the config is resolved)."""
+
+
 def _is_kept(char: str) -> bool:
     return char.isalnum() or char.isspace() or unicodedata.category(char).startswith("M")
 
@@ -334,6 +345,7 @@ def similarity(expected: str, actual: str, options: SimilarityOptions | None = N
     description="Text similarity of the final response to the reference: exact, contains, levenshtein, jaccard, "
     "rouge1, rouge2 or rouge_l (ADK-Rust).",
     options=SimilarityOptions.of,
+    option_keys=SIMILARITY_OPTION_KEYS,
 )
 def response_similarity(
     eval_metric: EvalMetric,

@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from google.genai import types as genai_types
-from pydantic import BaseModel, ConfigDict, ValidationError, alias_generators
+from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError, alias_generators
 
 from agent_eval.errors import EvalInputError
 from agent_eval.schema import EvalMetric, EvalStatus, EvaluationResult, Invocation, PerInvocationResult
 
 __all__ = [
+    "COMMON_OPTIONS",
     "CriterionOptions",
     "MetricNotApplicable",
     "criterion_options",
     "format_call",
+    "model_option_keys",
+    "model_option_spellings",
     "overall_result",
     "require_expected",
     "status_for",
+    "unknown_option_message",
 ]
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+COMMON_OPTIONS = frozenset({"include_intermediate_responses_in_final"})
+"""Options every criterion accepts besides `threshold`: the other field of ADK's `BaseCriterion`."""
 
 
 class CriterionOptions(BaseModel):
@@ -51,8 +62,69 @@ def criterion_options(eval_metric: EvalMetric, model: type[OptionsT]) -> Options
         field_name = f"criteria.{eval_metric.metric_name}" + (f".{where}" if where else "")
         message = str(first["msg"]).removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
-            message = f"unknown option; known options: {', '.join(model.model_fields)}"
+            owner = _model_at(model, first["loc"][:-1])
+            top_level = {"threshold"} if len(first["loc"]) == 1 else set()
+            message = unknown_option_message(str(first["loc"][-1]), model_option_keys(owner) | top_level)
         raise EvalInputError(message, field=field_name) from None
+
+
+def model_option_keys(model: type[BaseModel]) -> frozenset[str]:
+    """The option names an options model declares (its field names)."""
+    return frozenset(model.model_fields)
+
+
+def model_option_spellings(model: type[BaseModel]) -> frozenset[str]:
+    """Every key that sets a field of `model`: its names, aliases (camelCase ones included) and alias choices."""
+    spellings: set[str] = set(model.model_fields)
+    for info in model.model_fields.values():
+        if info.alias:
+            spellings.add(info.alias)
+        if isinstance(info.validation_alias, str):
+            spellings.add(info.validation_alias)
+        elif isinstance(info.validation_alias, AliasChoices):
+            spellings.update(choice for choice in info.validation_alias.choices if isinstance(choice, str))
+    return frozenset(spellings)
+
+
+def unknown_option_message(key: str, accepted: Iterable[str]) -> str:
+    """`unknown option 'algoritm' (did you mean 'algorithm'?); accepted options: algorithm, ...`.
+
+    The close match (difflib, on the snake_case spelling) is given in the key's own style: camelCase for a
+    camelCase key. The accepted options are listed sorted, snake_case (camelCase is accepted too).
+    """
+    names = sorted(set(accepted))
+    shown = ", ".join(names) or "none"
+    snake = alias_generators.to_snake(key).lower()
+    close = difflib.get_close_matches(snake, names, n=1, cutoff=0.6)
+    if not close:
+        return f"unknown option {key!r}; accepted options: {shown}"
+    suggestion = alias_generators.to_camel(close[0]) if "_" not in key and key != key.lower() else close[0]
+    return f"unknown option {key!r} (did you mean {suggestion!r}?); accepted options: {shown}"
+
+
+def _model_at(model: type[BaseModel], location: Iterable[int | str]) -> type[BaseModel]:
+    """The model that holds the field at `location` inside `model` (through lists, dicts and optionals)."""
+    for part in location:
+        info = model.model_fields.get(str(part))
+        if info is None:
+            continue  # a list index or a dict key: the model stays the item's model
+        inner = _inner_model(info.annotation)
+        if inner is None:
+            return model
+        model = inner
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds: itself, or inside `list[...]`, `dict[..., ...]`, `X | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (list, dict, typing.Union, types.UnionType):
+        for argument in reversed(typing.get_args(annotation)):
+            found = _inner_model(argument)
+            if found is not None:
+                return found
+    return None
 
 
 class MetricNotApplicable(Exception):

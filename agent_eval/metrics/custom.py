@@ -10,6 +10,11 @@ Every custom metric ends up in the one registry with ADK's metric signature:
 - **Vertex AI**: `register_custom_metric(CustomMetric(name, metric_function))`, where the function takes a
   dataset row and returns `{name: score, ...}` (see `CustomMetric`).
 - **This project**: the `invocation_metric` decorator over a function that scores one invocation.
+
+Options (see `agent_eval.metrics.registry`): an ADK custom metric named in `custom_metrics` accepts any
+criterion key, as ADK passes the whole criterion to the function; a Vertex `CustomMetric` takes a dataset row,
+not options, so it accepts none besides `threshold` (and ADK's common `include_intermediate_responses_in_final`);
+an `invocation_metric` accepts the options it declares. Any other key fails when the config is resolved.
 """
 
 from __future__ import annotations
@@ -17,13 +22,20 @@ from __future__ import annotations
 import importlib
 import inspect
 import numbers
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, alias_generators
 
-from agent_eval.metrics.common import MetricNotApplicable, overall_result, require_expected, status_for
+from agent_eval.metrics.common import (
+    COMMON_OPTIONS,
+    MetricNotApplicable,
+    criterion_options,
+    overall_result,
+    require_expected,
+    status_for,
+)
 from agent_eval.metrics.registry import REGISTRY, MetricFunction, MetricRegistry, MetricSpec, metric
 from agent_eval.schema import (
     ConversationScenario,
@@ -162,17 +174,27 @@ def invocation_metric(
     description: str,
     interval: tuple[float, float] = (0.0, 1.0),
     requires_expected: bool = True,
+    options: type[BaseModel] | None = None,
+    option_keys: Iterable[str] | None = None,
     registry: MetricRegistry = REGISTRY,
 ) -> Callable[[F], F]:
     """Register a function that scores one invocation as a metric (decorator); returns the function unchanged.
 
     The function is called once per actual invocation as `function(actual, expected, **options)`, sync or async:
     `expected` is the paired expected invocation (None for a conversation scenario, which only reaches the
-    function when `requires_expected=False`) and `options` are the criterion's options (snake_case; camelCase in
-    the config is accepted; an option the function does not take makes the metric NOT_EVALUATED). It returns
-    the score or `(score, explanation)`. Each invocation's status is PASSED when `score >= threshold`; the
-    overall score is the mean. A function that raises or returns anything else makes the metric
-    NOT_EVALUATED for that case run, with the error recorded.
+    function when `requires_expected=False`). It returns the score or `(score, explanation)`. Each invocation's
+    status is PASSED when `score >= threshold`; the overall score is the mean. A function that raises or returns
+    anything else makes the metric NOT_EVALUATED for that case run, with the error recorded.
+
+    Options: the criterion's options (besides `threshold`) are checked when the config is resolved, before any
+    work starts; an unknown key is an `EvalInputError` naming the accepted ones. They are declared by, in order:
+    - `options`, a pydantic model (e.g. a `CriterionOptions` subclass): its fields and aliases are the accepted
+      keys, it checks the values, and the function gets every field it takes, validated, defaults filled in;
+    - `option_keys`, the accepted keys (snake_case): the function gets the given ones, as written in the config;
+    - else the function's signature: its keyword parameters after `(actual, expected)` are the accepted keys.
+      A function with `**kwargs` must declare its keys with `options` or `option_keys` (a TypeError otherwise).
+    Keys are snake_case or camelCase in the config and reach the function in snake_case. ADK's common
+    `include_intermediate_responses_in_final` is accepted everywhere and passed only to a function that takes it.
 
     Example:
         ```python
@@ -182,26 +204,54 @@ def invocation_metric(
             return 1.0 if words <= max_words else (0.0, f"{words} words, more than {max_words}")
         ```
         used with `{"criteria": {"response_within_words": {"threshold": 1.0, "max_words": 30}}}`.
+
+    Raises:
+        TypeError: the function takes `**kwargs` and declares neither `options` nor `option_keys`.
     """
 
     def register(function: F) -> F:
-        accepted, takes_any = _option_parameters(function)
+        parameters, takes_any = _declared_parameters(name, function, options, option_keys)
+        read_options = _options_reader(options, parameters, takes_any)
 
         async def score_one(eval_metric: EvalMetric, actual: Invocation, expected: Invocation | None) -> _Outcome:
-            options = _criterion_options(eval_metric, accepted, takes_any)
-            value = await _resolved(function(actual, expected, **options))
+            value = await _resolved(function(actual, expected, **read_options(eval_metric)))
             if isinstance(value, tuple) and len(value) == 2:
                 score, explanation = value
                 return _Outcome(_as_score(score, name), None if explanation is None else str(explanation))
             return _Outcome(_as_score(value, name))
 
-        evaluate = _per_invocation_metric(score_one, requires_expected)
+        keys = parameters if options is None and option_keys is None else set(option_keys or ())
         metric(
-            name, description=description, interval=interval, requires_expected=requires_expected, registry=registry
-        )(evaluate)
+            name,
+            description=description,
+            interval=interval,
+            requires_expected=requires_expected,
+            options=options,
+            option_keys=keys,
+            registry=registry,
+        )(_per_invocation_metric(score_one, requires_expected))
         return function
 
     return register
+
+
+def _declared_parameters(
+    name: str, function: Callable[..., Any], options: type[BaseModel] | None, option_keys: Iterable[str] | None
+) -> tuple[set[str], bool]:
+    """The function's option parameters and whether it takes **kwargs, checked against what it declares.
+
+    Raises:
+        TypeError: a `**kwargs` function declares no options, or it declares an option (besides ADK's common
+            ones) that it does not take.
+    """
+    parameters, takes_any = _option_parameters(function)
+    where = f"invocation_metric {name!r} ({getattr(function, '__name__', function)!r})"
+    if takes_any and options is None and option_keys is None:
+        raise TypeError(f"{where} takes **kwargs: declare its options with options=<model> or option_keys={{...}}")
+    declared = set(option_keys or ()) | (set(options.model_fields) if options is not None else set())
+    if not takes_any and (missing := sorted(declared - COMMON_OPTIONS - parameters)):
+        raise TypeError(f"{where} declares options {missing} that the function does not take")
+    return parameters, takes_any
 
 
 def _option_parameters(function: Callable[..., Any]) -> tuple[set[str], bool]:
@@ -211,14 +261,21 @@ def _option_parameters(function: Callable[..., Any]) -> tuple[set[str], bool]:
     return names, any(p.kind is p.VAR_KEYWORD for p in parameters)
 
 
-def _criterion_options(eval_metric: EvalMetric, accepted: set[str], takes_any: bool) -> dict[str, Any]:
-    extras = (eval_metric.criterion.model_extra or {}) if eval_metric.criterion is not None else {}
-    options = {alias_generators.to_snake(key): value for key, value in extras.items()}
-    unknown = sorted(set(options) - accepted)
-    if unknown and not takes_any:
-        valid = ", ".join(sorted(accepted)) or "none"
-        raise ValueError(f"unknown option(s) {unknown} for {eval_metric.metric_name!r}; valid options: {valid}")
-    return options
+def _options_reader(
+    model: type[BaseModel] | None, parameters: set[str], takes_any: bool
+) -> Callable[[EvalMetric], dict[str, Any]]:
+    """How the keyword arguments of a per-invocation function are read from a (resolved, checked) criterion."""
+
+    def read(eval_metric: EvalMetric) -> dict[str, Any]:
+        if model is not None:
+            parsed = criterion_options(eval_metric, model)
+            given = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        else:
+            extras = (eval_metric.criterion.model_extra or {}) if eval_metric.criterion is not None else {}
+            given = {alias_generators.to_snake(key): value for key, value in extras.items()}
+        return {key: value for key, value in given.items() if takes_any or key in parameters}
+
+    return read
 
 
 # ------------------------------------------------------------------------------------------- Vertex AI
@@ -236,6 +293,9 @@ class CustomMetric:
         metric_function: `row -> {name: score, ...}`, sync or async.
         description: what the metric measures.
         interval: the range of valid scores (default [0, 1]).
+
+    The function gets a row, not options: a criterion for it accepts `threshold` (and ADK's common
+    `include_intermediate_responses_in_final`) only; any other key fails when the config is resolved.
     """
 
     name: str

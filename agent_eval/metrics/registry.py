@@ -4,19 +4,34 @@ A metric is a callable with ADK's signature
 `(eval_metric, actual_invocations, expected_invocations, conversation_scenario) -> EvaluationResult`,
 sync or async. Built-ins register themselves with the `metric` decorator; custom metrics named in an
 `EvalConfig` (`custom_metrics.<name>.code_config.name = "pkg.module.function"`) are imported on demand.
+
+Option keys, one rule for every metric: a `MetricSpec` declares the criterion options it accepts, and
+`MetricRegistry.resolve` rejects any other key before any work starts (`EvalInputError`, exit 2: the file, the
+field `criteria.<metric>.<key>`, the accepted keys and a close match). Accepted are `threshold`, ADK's common
+`include_intermediate_responses_in_final` (`COMMON_OPTIONS`), the fields of the spec's pydantic options model
+(with their aliases: camelCase) and the keys it lists in `option_keys` (snake_case or camelCase). A metric that
+declares nothing accepts nothing else. Only ADK custom metrics named in `custom_metrics` accept any key
+(`option_keys=None`): ADK hands them the whole criterion, so their options are theirs to read and check.
+Values are checked after the keys, by the options model or the spec's parser function.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, alias_generators
 
 from agent_eval.errors import EvalInputError
 from agent_eval.imports import import_user_module
-from agent_eval.metrics.common import criterion_options
+from agent_eval.metrics.common import (
+    COMMON_OPTIONS,
+    criterion_options,
+    model_option_keys,
+    model_option_spellings,
+    unknown_option_message,
+)
 from agent_eval.schema import (
     ConversationScenario,
     EvalConfig,
@@ -40,7 +55,7 @@ OptionsCheck: TypeAlias = type[BaseModel] | Callable[[EvalMetric], object]
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric: its function, what it needs and the range of its values.
+    """A metric: its function, what it needs, the range of its values and the options it accepts.
 
     Attributes:
         name: the metric name used in `criteria`.
@@ -50,8 +65,11 @@ class MetricSpec:
         informational: the metric reports a value but never passes or fails a case.
         requires_threshold: a criterion for this metric must give a threshold.
         options: the pydantic model of the criterion's options (besides `threshold`), or a function that
-            parses them from the `EvalMetric` and raises `EvalInputError` on bad ones; either is run before any
-            work starts. `None` accepts any options.
+            parses them from the `EvalMetric` and raises `EvalInputError` on bad values; either is run before
+            any work starts. `None`: no values to check.
+        option_keys: the option keys (snake_case) the metric accepts besides `threshold`, `COMMON_OPTIONS`
+            and the fields of an `options` model; a parser function must list its keys here. `None` accepts
+            any key (ADK custom metrics only, see the module docstring).
     """
 
     name: str
@@ -61,12 +79,41 @@ class MetricSpec:
     informational: bool = False
     requires_threshold: bool = True
     options: OptionsCheck | None = None
+    option_keys: frozenset[str] | None = frozenset()
+
+    def __post_init__(self) -> None:
+        """A parser function without declared keys would reject every option: a programming error."""
+        if self.options is not None and self._options_model is None and self.option_keys == frozenset():
+            raise ValueError(f"metric {self.name!r}: an options parser function needs its option_keys declared")
 
     @property
     def interval(self) -> Interval:
         """The interval a valid score lies in (default [0, 1])."""
         value_info = self.info.metric_value_info
         return (value_info.interval if value_info.interval else None) or Interval(min_value=0.0, max_value=1.0)
+
+    @property
+    def accepted_options(self) -> frozenset[str] | None:
+        """The option keys a criterion of this metric may give (snake_case, with `threshold`); None: any."""
+        if self.option_keys is None:
+            return None
+        model = self._options_model
+        declared = model_option_keys(model) if model is not None else frozenset()
+        return frozenset({"threshold"}) | COMMON_OPTIONS | self.option_keys | declared
+
+    def accepts_option(self, key: str) -> bool:
+        """Whether `key` names an accepted option, in snake_case, camelCase or an alias of the options model."""
+        accepted = self.accepted_options
+        if accepted is None:
+            return True
+        model = self._options_model
+        spellings = model_option_spellings(model) if model is not None else frozenset()
+        return key in accepted or key in spellings or key in {alias_generators.to_camel(name) for name in accepted}
+
+    @property
+    def _options_model(self) -> type[BaseModel] | None:
+        options = self.options
+        return options if isinstance(options, type) and issubclass(options, BaseModel) else None
 
 
 @dataclass
@@ -105,8 +152,9 @@ class MetricRegistry:
         """The (eval metric, spec) pairs of a config's criteria, checked and imported up front.
 
         Raises:
-            EvalInputError: an unknown metric, a custom function that does not import, or a threshold that
-                is missing, outside the metric's interval, or set on an informational metric.
+            EvalInputError: an unknown metric, a custom function that does not import, an option the metric
+                does not accept, a bad option value, or a threshold that is missing, outside the metric's
+                interval, or set on an informational metric.
         """
         customs = config.custom_metrics or {}
         pairs = []
@@ -114,6 +162,7 @@ class MetricRegistry:
             name = eval_metric.metric_name
             try:
                 spec = self._custom_spec(name, customs[name]) if name in customs else self.get(name)
+                _check_option_keys(eval_metric, spec)
                 _check_threshold(eval_metric, spec)
                 _check_options(eval_metric, spec)
             except EvalInputError as error:
@@ -128,7 +177,7 @@ class MetricRegistry:
             description=custom.description or None,
             metric_value_info=MetricValueInfo(interval=Interval(min_value=0.0, max_value=1.0)),
         )
-        return MetricSpec(name=name, function=function, info=info, requires_expected=False)
+        return MetricSpec(name=name, function=function, info=info, requires_expected=False, option_keys=None)
 
 
 def _check_threshold(eval_metric: EvalMetric, spec: MetricSpec) -> None:
@@ -150,6 +199,19 @@ def _check_threshold(eval_metric: EvalMetric, spec: MetricSpec) -> None:
             f"threshold {threshold!r} is outside the metric's range [{interval.min_value}, {interval.max_value}]",
             field=field_name,
         )
+
+
+def _check_option_keys(eval_metric: EvalMetric, spec: MetricSpec) -> None:
+    """Reject the first criterion option the metric does not accept, with the accepted ones and a close match."""
+    given = eval_metric.criterion.model_extra if eval_metric.criterion is not None else None
+    accepted = spec.accepted_options
+    if not given or accepted is None:
+        return
+    for key in given:
+        if not spec.accepts_option(key):
+            raise EvalInputError(
+                unknown_option_message(key, accepted), field=f"criteria.{eval_metric.metric_name}.{key}"
+            )
 
 
 def _check_options(eval_metric: EvalMetric, spec: MetricSpec) -> None:
@@ -192,9 +254,14 @@ def metric(
     requires_expected: bool = True,
     informational: bool = False,
     options: OptionsCheck | None = None,
+    option_keys: Iterable[str] = (),
     registry: MetricRegistry = REGISTRY,
 ) -> Callable[[MetricFunction], MetricFunction]:
-    """Register a metric function under `name` (decorator); returns the function unchanged."""
+    """Register a metric function under `name` (decorator); returns the function unchanged.
+
+    `options` is the criterion's options model or parser (see `MetricSpec`); `option_keys` the keys a parser
+    reads (snake_case). Any other key in a criterion is rejected when the config is resolved.
+    """
 
     def register(function: MetricFunction) -> MetricFunction:
         info = MetricInfo(
@@ -211,6 +278,7 @@ def metric(
                 informational=informational,
                 requires_threshold=not informational,
                 options=options,
+                option_keys=frozenset(option_keys),
             )
         )
         return function

@@ -64,8 +64,8 @@ from functools import lru_cache
 
 from google.genai import types as genai_types
 
-from agent_eval.metrics.common import format_call, overall_result, require_expected, status_for
-from agent_eval.metrics.matching import Alignment, Call, Matcher, parse_options
+from agent_eval.metrics.common import format_call, model_option_keys, overall_result, require_expected, status_for
+from agent_eval.metrics.matching import Alignment, Call, Matcher, MatchOptions, parse_options
 from agent_eval.metrics.registry import metric
 from agent_eval.schema import (
     ConversationScenario,
@@ -150,6 +150,7 @@ def explain_alignment(
     "subset, superset), per-argument rules (ignore, subset, fuzzy, tolerance, custom), F1 / precision / recall "
     "/ binary with partial credit.",
     options=matcher_for,
+    option_keys=model_option_keys(MatchOptions),
 )
 def tool_trajectory_match(
     eval_metric: EvalMetric,

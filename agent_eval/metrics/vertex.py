@@ -287,6 +287,7 @@ def _tool_name(eval_metric: EvalMetric) -> str:
     description="1 if the invocation calls the tool named by the `tool_name` option (Vertex AI).",
     requires_expected=False,
     options=_tool_name,
+    option_keys={"tool_name"},
 )
 def trajectory_single_tool_use(
     eval_metric: EvalMetric,
