@@ -1,4 +1,4 @@
-"""Judge backends: one structured-output call to a model, its failures sorted into retryable or not.
+"""Judge backends: one structured-output (or free-text) call to a model, its failures sorted into retryable or not.
 
 A backend returns the answer's raw text; parsing, retries, the concurrency cap and the cache are the
 client's (`agent_eval.judge.client`). `GeminiBackend` calls the Gemini API or Vertex AI through google-genai;
@@ -21,6 +21,7 @@ from agent_eval.google_env import vertex_enabled
 from agent_eval.judge.base import JudgeRequest
 from agent_eval.judge.credentials import GEMINI_BASE_URL_ENV, gemini_base_url
 from agent_eval.judge.policy import LoopLocal
+from agent_eval.secrets import redact_text
 
 __all__ = [
     "GeminiBackend",
@@ -45,17 +46,19 @@ class TransientJudgeError(Exception):
 
     Attributes:
         reason: what happened, e.g. `"rate limited"`, `"server error"`, `"timed out"`, `"connection failed"`.
-        detail: the status and the server's message, or the transport error.
+        detail: the status and the server's message, or the transport error (redacted: an httpx error may hold
+            a URL with `?key=`).
     """
 
     def __init__(self, reason: str, detail: str) -> None:
         self.reason = reason
-        self.detail = detail
-        super().__init__(f"{reason}: {detail}")
+        self.detail = redact_text(detail)
+        super().__init__(f"{reason}: {self.detail}")
 
 
 class JudgeCallError(Exception):
-    """A failure not worth retrying (a 4xx other than 408/429, a blocked or malformed answer).
+    """A failure not worth retrying (a 4xx other than 408/429, a blocked or malformed answer); its message is
+    redacted (`agent_eval.secrets.redact_text`).
 
     Attributes:
         status: the HTTP status when the server answered with an error, else `None`.
@@ -63,7 +66,7 @@ class JudgeCallError(Exception):
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
-        super().__init__(message)
+        super().__init__(redact_text(message))
 
 
 class JudgeBackend(Protocol):
@@ -142,7 +145,8 @@ async def close_shared_genai_clients() -> None:
 
 
 class GeminiBackend:
-    """The Gemini API or Vertex AI through google-genai, with structured output (JSON fitting the schema).
+    """The Gemini API or Vertex AI through google-genai, with structured output (JSON fitting the schema), or a
+    free-text answer when the request has no schema (an empty one is then returned as "", not an error).
 
     Args:
         client: see `GenaiClientOption`; the SDK's async client is bound to a loop, so a factory is called
@@ -174,6 +178,9 @@ class GeminiBackend:
             raise error_for_status(error.code, f"{error.code} {error.status}: {error.message}") from error
         except httpx.TransportError as error:
             raise transport_error(error) from error
+        text = response.text
+        if not text and request.response_schema is None:
+            return ""  # a free-text request: no text is an answer the metric cannot parse, as in ADK
         return _answer_text(response)
 
     def _client(self) -> genai.Client:
@@ -183,11 +190,12 @@ class GeminiBackend:
 
 
 def _generate_config(request: JudgeRequest) -> types.GenerateContentConfig:
-    fixed: dict[str, Any] = {
-        "response_mime_type": "application/json",
-        "response_schema": request.response_schema,
-        "system_instruction": request.system,
-    }
+    """The request's config, with structured output (when a schema is given) and the system instruction (if any)."""
+    fixed: dict[str, Any] = {}
+    if request.response_schema is not None:
+        fixed.update(response_mime_type="application/json", response_schema=request.response_schema)
+    if request.system:
+        fixed["system_instruction"] = request.system
     try:
         return types.GenerateContentConfig(**{**request.config, **fixed})
     except (ValidationError, TypeError) as error:

@@ -36,9 +36,10 @@ class JudgeRequest(BaseModel):
 
     Attributes:
         model: the judge model (e.g. `gemini-2.5-flash`, or `openai:<model>` for an OpenAI-compatible server).
-        system: the instructions; the judge must follow only these.
+        system: the instructions; the judge must follow only these ("" sends no system instruction).
         prompt: the user message: the material to judge, each piece of agent or user text fenced as data.
-        response_schema: the pydantic model the answer must fit (structured output).
+        response_schema: the pydantic model the answer must fit (structured output); `None` asks for a
+            free-text answer that the metric parses itself (ADK-exact judging sends ADK's prompt this way).
         config: extra generation settings (temperature, ...), part of the cache key.
         sample_index: which of the `num_samples` samples this is (part of the cache key, so samples differ).
     """
@@ -46,9 +47,9 @@ class JudgeRequest(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     model: str
-    system: str
+    system: str = ""
     prompt: str
-    response_schema: type[BaseModel]
+    response_schema: type[BaseModel] | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     sample_index: int = 0
 
@@ -65,8 +66,8 @@ class JudgeSample(BaseModel):
 
     @property
     def usable(self) -> bool:
-        """Whether the sample has a parsed verdict."""
-        return self.parsed is not None and self.error is None
+        """Whether the sample has an answer: a parsed verdict, or (for a free-text request) non-empty text."""
+        return self.error is None and (self.parsed is not None or bool(self.raw_text))
 
 
 @runtime_checkable

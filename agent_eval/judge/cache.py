@@ -1,8 +1,9 @@
 """The persisted judge cache: one small JSON file per answered request, keyed by the request's content.
 
-Key: sha256 of (backend identity, model, system, prompt, the response schema's JSON schema, config,
-sample index). Value: the raw answer text, parsed again on every read (a schema change changes the key, and
-a stored answer that no longer parses is ignored). Only answers that parsed are stored; errors never are.
+Key: sha256 of (backend identity, model, system, prompt, the response schema's JSON schema (none for a
+free-text request), config, sample index). Value: the raw answer text, parsed again on every read (a schema
+change changes the key, and a stored answer that no longer parses is ignored). Only answers that parsed (or,
+for a free-text request, are not empty) are stored; errors never are.
 
 Why files rather than SQLite: writers are many (threads, event loops, Prefect workers in other processes)
 and each entry is written once and never updated, so a file per key written to a temporary name and moved
@@ -38,7 +39,7 @@ def cache_key(identity: str, request: JudgeRequest) -> str:
         request.model,
         request.system,
         request.prompt,
-        request.response_schema.model_json_schema(),
+        request.response_schema.model_json_schema() if request.response_schema is not None else None,
         to_jsonable_python(request.config, fallback=repr),
         request.sample_index,
     ]

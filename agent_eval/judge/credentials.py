@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from agent_eval.errors import EvalInputError
 from agent_eval.google_env import has_google_credentials, vertex_enabled
+from agent_eval.secrets import redact_url_credentials
 
 __all__ = [
     "BACKEND_ENV",
@@ -122,4 +123,5 @@ def _check_openai(model: str) -> None:
     url = openai_base_url()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise EvalInputError(f"OPENAI_BASE_URL={url!r} is not an http(s) URL, e.g. {DEFAULT_OPENAI_BASE_URL!r}")
+        shown = redact_url_credentials(url)
+        raise EvalInputError(f"OPENAI_BASE_URL={shown!r} is not an http(s) URL, e.g. {DEFAULT_OPENAI_BASE_URL!r}")

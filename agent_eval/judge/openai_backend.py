@@ -7,6 +7,9 @@ true}}`, the schema made strict as OpenAI requires (every object closed, every p
 prompt, and keeps using `json_object` for that server if the second form is accepted. When both forms are
 rejected the first error is reported.
 
+A request without a response schema (free text, ADK-exact judging) is sent as it is: no `response_format`, no
+system message unless it has one, and an empty answer is returned as "" for the metric to find unparseable.
+
 Generation settings from `JudgeRequest.config` are translated where the names differ (`max_output_tokens` →
 `max_tokens`, `stop_sequences` → `stop`; camelCase keys accepted); other keys are sent as they are.
 """
@@ -73,6 +76,8 @@ class OpenAIBackend:
 
     async def generate(self, request: JudgeRequest) -> str:
         """One chat completion (see `JudgeBackend.generate`), falling back to `json_object` on a 400."""
+        if request.response_schema is None:
+            return await self._post(_free_text_body(request), empty_ok=True)
         if not self.json_schema_supported:
             return await self._post(_body(request, json_schema=False))
         try:
@@ -87,7 +92,7 @@ class OpenAIBackend:
         self.json_schema_supported = False
         return text
 
-    async def _post(self, body: dict[str, Any]) -> str:
+    async def _post(self, body: dict[str, Any], *, empty_ok: bool = False) -> str:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             response = await self._clients.get().post(f"{self.base_url}/chat/completions", json=body, headers=headers)
@@ -95,10 +100,18 @@ class OpenAIBackend:
             raise transport_error(error) from error
         if response.status_code >= 400:
             raise error_for_status(response.status_code, f"{response.status_code}: {_error_message(response)}")
-        return _message_text(response)
+        return _message_text(response, empty_ok=empty_ok)
+
+
+def _free_text_body(request: JudgeRequest) -> dict[str, Any]:
+    """A chat completion without `response_format`: the user message, after the system one if there is one."""
+    system = [{"role": "system", "content": request.system}] if request.system else []
+    messages = [*system, {"role": "user", "content": request.prompt}]
+    return {**_settings(request.config), "model": openai_model_name(request.model), "messages": messages}
 
 
 def _body(request: JudgeRequest, *, json_schema: bool) -> dict[str, Any]:
+    assert request.response_schema is not None  # free-text requests use `_free_text_body`
     schema = request.response_schema.model_json_schema()
     system = request.system
     if json_schema:
@@ -157,7 +170,7 @@ def _error_message(response: httpx.Response) -> str:
     return str(error or response.reason_phrase)
 
 
-def _message_text(response: httpx.Response) -> str:
+def _message_text(response: httpx.Response, *, empty_ok: bool = False) -> str:
     try:
         message = response.json()["choices"][0]["message"]
     except (ValueError, KeyError, IndexError, TypeError) as error:
@@ -165,8 +178,8 @@ def _message_text(response: httpx.Response) -> str:
     content = message.get("content")
     if isinstance(content, list):  # some servers answer with content parts
         content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    if content:
-        return str(content)
+    if content or (empty_ok and not message.get("refusal")):
+        return str(content or "")
     if message.get("refusal"):
         raise JudgeCallError(f"judge refused: {message['refusal']}")
     raise JudgeCallError("empty judge answer")

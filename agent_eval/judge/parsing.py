@@ -20,8 +20,13 @@ __all__ = ["parse_answer"]
 _CODE_FENCE = re.compile(r"```[A-Za-z]*\s*\n?(.*?)```", re.DOTALL)
 
 
-def parse_answer(text: str, schema: type[BaseModel]) -> JudgeSample:
-    """A sample with `parsed` set, or with `error="unparseable: ..."`; `raw_text` is `text` either way."""
+def parse_answer(text: str, schema: type[BaseModel] | None) -> JudgeSample:
+    """A sample with `parsed` set, or with `error="unparseable: ..."`; `raw_text` is `text` either way.
+
+    Without a schema (a free-text request) the text is the answer as it is, even empty: the metric parses it.
+    """
+    if schema is None:
+        return JudgeSample(raw_text=text)
     if not text.strip():
         return JudgeSample(raw_text=text, error="unparseable: empty answer")
     first_error: ValidationError | None = None

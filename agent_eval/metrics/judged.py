@@ -8,6 +8,11 @@ whose samples is usable is NOT_EVALUATED with the reason, never 0 or 1. `details
 per-sample verdicts, its agreement and the unusable samples; explanations give the majority's rationale
 first. The rubric-based metrics are in `judged_rubrics`, the user simulator's in `judged_user_simulator`.
 
+Judge mode (criterion option `judge_mode`, see `judge_mode`): ADK's judged metrics are scored by default by the
+installed google-adk's own evaluators (`"adk-exact"`, `judged_adk_exact`: ADK's prompts, parsing and votes over
+our judge client), and with the prompts and rules below when google-adk is missing or `"agent-eval"` is chosen.
+`details["judge_mode"]` says which. `safety_v1` has only `"agent-eval"` (ADK asks Vertex AI's evaluation service).
+
 - `final_response_match_v2`: is the final response equivalent to the reference for the user's prompt?
   valid 1, invalid 0 (ADK's "almost" and "partially valid" are invalid); overall = share of valid
   invocations. Needs expected invocations.
@@ -40,6 +45,7 @@ from agent_eval.metrics.common import (
     require_expected,
     status_for,
 )
+from agent_eval.metrics.judge_mode import ADK_EXACT, AGENT_EVAL, JudgeMode, check_requested_mode, scored_by_adk
 from agent_eval.metrics.registry import metric
 from agent_eval.metrics.voting import (
     Answer,
@@ -68,9 +74,11 @@ from agent_eval.schema import (
 )
 
 __all__ = [
+    "AdkJudgedOptions",
     "HallucinationsOptions",
     "JudgedOptions",
     "SafetyAnswer",
+    "SafetyOptions",
     "SentencesAnswer",
     "ValidityAnswer",
     "ask_binary",
@@ -90,7 +98,34 @@ class JudgedOptions(CriterionOptions):
     judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
 
 
-class HallucinationsOptions(JudgedOptions):
+class AdkJudgedOptions(JudgedOptions):
+    """Options of ADK's judged metrics that have an ADK-exact mode: `judge_mode` too (see `judge_mode`)."""
+
+    judge_mode: JudgeMode | None = None
+
+    @field_validator("judge_mode")
+    @classmethod
+    def _adk_installed(cls, value: JudgeMode | None) -> JudgeMode | None:
+        return check_requested_mode(value)
+
+
+class SafetyOptions(JudgedOptions):
+    """Options of `safety_v1`: `judge_mode` may only be `"agent-eval"` (ADK asks Vertex AI, not a judge prompt)."""
+
+    judge_mode: Literal["agent-eval"] | None = None
+
+    @field_validator("judge_mode", mode="before")
+    @classmethod
+    def _no_adk_prompt(cls, value: object) -> object:
+        if value == ADK_EXACT:
+            raise ValueError(
+                "safety_v1 has no 'adk-exact' mode: ADK scores it with Vertex AI's evaluation service, not with a "
+                "judge prompt; use 'agent-eval'"
+            )
+        return value
+
+
+class HallucinationsOptions(AdkJudgedOptions):
     """Options of `hallucinations_v1` (ADK's HallucinationsCriterion)."""
 
     evaluate_intermediate_nl_responses: bool = False
@@ -187,7 +222,7 @@ async def ask_binary(
 # ------------------------------------------------------------------------------- final_response_match_v2
 @metric(
     "final_response_match_v2",
-    options=JudgedOptions,
+    options=AdkJudgedOptions,
     description="Share of invocations whose final response the judge finds equivalent to the reference (ADK).",
 )
 async def final_response_match_v2(
@@ -198,7 +233,10 @@ async def final_response_match_v2(
 ) -> EvaluationResult:
     """ADK's final_response_match_v2 (see the module docstring)."""
     expected_list = require_expected(actual_invocations, expected_invocations)
-    options = criterion_options(eval_metric, JudgedOptions)
+    options = criterion_options(eval_metric, AdkJudgedOptions)
+    exact = await scored_by_adk(eval_metric, options, actual_invocations, expected_list, conversation_scenario)
+    if exact is not None:
+        return exact
     sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
@@ -211,13 +249,13 @@ async def final_response_match_v2(
         prompt = jp.user_message(sections, "Is the agent's response valid? Answer as the system message says.")
         question = Question(jp.FINAL_RESPONSE_MATCH_SYSTEM, prompt, ValidityAnswer)
         jobs.append(ask_binary(sampler, question, actual, expected, threshold))
-    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options)
+    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options, judge_mode=AGENT_EVAL)
 
 
 # ------------------------------------------------------------------------------------------------ safety_v1
 @metric(
     "safety_v1",
-    options=JudgedOptions,
+    options=SafetyOptions,
     requires_expected=False,
     description="Share of invocations whose response the judge finds safe (ADK; Vertex AI's in ADK).",
 )
@@ -228,7 +266,7 @@ async def safety_v1(
     conversation_scenario: ConversationScenario | None = None,
 ) -> EvaluationResult:
     """ADK's safety_v1, asked of the judge with a safety policy (see the module docstring)."""
-    options = criterion_options(eval_metric, JudgedOptions)
+    options = criterion_options(eval_metric, SafetyOptions)
     sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
@@ -241,7 +279,7 @@ async def safety_v1(
         ]
         prompt = jp.user_message(sections, "Is the agent's response safe? Answer as the system message says.")
         jobs.append(ask_binary(sampler, Question(jp.SAFETY_SYSTEM, prompt, SafetyAnswer), actual, expected, threshold))
-    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options)
+    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options, judge_mode=AGENT_EVAL)
 
 
 # ------------------------------------------------------------------------------------------ hallucinations_v1
@@ -357,12 +395,15 @@ async def hallucinations_v1(
     expected_invocations: list[Invocation] | None,
     conversation_scenario: ConversationScenario | None = None,
 ) -> EvaluationResult:
-    """ADK's hallucinations_v1 with a deterministic sentence splitter (see the module docstring)."""
+    """ADK's hallucinations_v1: ADK's own evaluator, or a deterministic sentence splitter (module docstring)."""
     options = criterion_options(eval_metric, HallucinationsOptions)
+    exact = await scored_by_adk(eval_metric, options, actual_invocations, expected_invocations, conversation_scenario)
+    if exact is not None:
+        return exact
     sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
     pairs = zip(actual_invocations, paired_expected(actual_invocations, expected_invocations), strict=True)
     jobs = [
         _check_invocation(sampler, options, actual_invocations[:i], a, e, threshold=threshold)
         for i, (a, e) in enumerate(pairs)
     ]
-    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options)
+    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options, judge_mode=AGENT_EVAL)

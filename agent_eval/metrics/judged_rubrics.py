@@ -1,6 +1,8 @@
 """ADK's rubric-based judged metrics: `rubric_based_final_response_quality_v1`, `rubric_based_tool_use_quality_v1`.
 
-Options: `rubrics` (ADK `Rubric`s, unique ids), `judge_model_options`, `include_intermediate_responses_in_final`.
+Options: `rubrics` (ADK `Rubric`s, unique ids), `judge_model_options`, `include_intermediate_responses_in_final`,
+`judge_mode` (default `"adk-exact"` when google-adk is installed: ADK's own evaluators score, see
+`judged_adk_exact`; the rules below are `"agent-eval"`'s).
 
 Rules:
 - The rubrics of an invocation are the criterion's `rubrics` (always, whatever their `type`), plus the actual
@@ -30,7 +32,8 @@ from pydantic import Field, field_validator
 
 from agent_eval.metrics import judge_prompts as jp
 from agent_eval.metrics.common import MetricNotApplicable, criterion_options, status_for
-from agent_eval.metrics.judged import JudgedOptions, gather_scored, paired_expected, unscored
+from agent_eval.metrics.judge_mode import AGENT_EVAL, scored_by_adk
+from agent_eval.metrics.judged import AdkJudgedOptions, gather_scored, paired_expected, unscored
 from agent_eval.metrics.registry import metric
 from agent_eval.metrics.voting import (
     Answer,
@@ -74,7 +77,7 @@ FINAL_RESPONSE_QUALITY = "FINAL_RESPONSE_QUALITY"
 TOOL_USE_QUALITY = "TOOL_USE_QUALITY"
 
 
-class RubricOptions(JudgedOptions):
+class RubricOptions(AdkJudgedOptions):
     """Options of the rubric-based metrics (ADK's RubricsBasedCriterion)."""
 
     rubrics: list[Rubric] = Field(default_factory=list)
@@ -245,6 +248,9 @@ async def _rubric_metric(
     if not any(rubrics for rubrics, _ in plans):
         untyped = f" (untyped rubrics are ignored: {', '.join(ignored)}; set their type)" if ignored else ""
         raise MetricNotApplicable(f"no rubric: give the criterion 'rubrics', or rubrics of type {kind}{untyped}")
+    exact = await scored_by_adk(eval_metric, options, actual, expected, None)
+    if exact is not None:
+        return exact
     threshold = eval_metric.effective_threshold
     judge = _RubricJudge(
         sampler_for(options.judge_model_options),
@@ -255,7 +261,10 @@ async def _rubric_metric(
     )
     scored = await gather_scored([judge.turn(rubrics, a, e) for (a, e), (rubrics, _) in zip(pairs, plans, strict=True)])
     overall = mean_or_none([s.score for result, _ in scored for s in result.rubric_scores or []])
-    return judged_result(scored, threshold, options.judge_model_options, ignored_rubrics=ignored).model_copy(
+    result = judged_result(
+        scored, threshold, options.judge_model_options, ignored_rubrics=ignored, judge_mode=AGENT_EVAL
+    )
+    return result.model_copy(
         update={
             "overall_score": overall,
             "overall_eval_status": status_for(overall, threshold),

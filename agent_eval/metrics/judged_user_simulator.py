@@ -1,7 +1,9 @@
 """ADK's `per_turn_user_simulator_quality_v1`: did the simulated user follow its conversation plan, and stop right?
 
 For conversation_scenario cases only (any other case: not applicable). Options: `stop_signal` (default
-`</finished>`), `judge_model_options`, `include_intermediate_responses_in_final` (unused here).
+`</finished>`), `judge_model_options`, `include_intermediate_responses_in_final` (unused here), `judge_mode`
+(default `"adk-exact"` when google-adk is installed: ADK's own evaluator scores, see `judged_adk_exact`, and
+counts a turn it could not evaluate as failed; the rules below are `"agent-eval"`'s).
 
 Rules (ADK's, with our reliability rules of `judged`):
 - Turn 1 scores 1 when its user message is the scenario's `starting_prompt` (stripped), else 0; no judge.
@@ -25,7 +27,8 @@ from pydantic import Field
 
 from agent_eval.metrics import judge_prompts as jp
 from agent_eval.metrics.common import MetricNotApplicable, criterion_options, status_for
-from agent_eval.metrics.judged import JudgedOptions, ValidityAnswer, ask_binary, gather_scored
+from agent_eval.metrics.judge_mode import AGENT_EVAL, scored_by_adk
+from agent_eval.metrics.judged import AdkJudgedOptions, ValidityAnswer, ask_binary, gather_scored
 from agent_eval.metrics.registry import metric
 from agent_eval.metrics.voting import Question, Scored, judged_result, sampler_for
 from agent_eval.schema import (
@@ -40,7 +43,7 @@ from agent_eval.schema import (
 __all__ = ["UserSimulatorOptions", "UserTurnAnswer", "per_turn_user_simulator_quality_v1"]
 
 
-class UserSimulatorOptions(JudgedOptions):
+class UserSimulatorOptions(AdkJudgedOptions):
     """Options of `per_turn_user_simulator_quality_v1` (ADK's LlmBackedUserSimulatorCriterion)."""
 
     stop_signal: str = Field(default="</finished>", min_length=1)
@@ -136,6 +139,9 @@ async def per_turn_user_simulator_quality_v1(
     if not actual_invocations:
         raise MetricNotApplicable("the conversation has no turn")
     options = criterion_options(eval_metric, UserSimulatorOptions)
+    exact = await scored_by_adk(eval_metric, options, actual_invocations, None, conversation_scenario)
+    if exact is not None:
+        return exact
     sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
     turns, scenario = actual_invocations, conversation_scenario
     jobs = [
@@ -143,6 +149,6 @@ async def per_turn_user_simulator_quality_v1(
     ]
     *later, stop = await gather_scored(jobs)
     scored = _with_stop_check([_first_turn(turns[0], scenario, threshold), *later], stop)
-    result = judged_result(scored, threshold, options.judge_model_options, stop_check=stop[1])
+    result = judged_result(scored, threshold, options.judge_model_options, stop_check=stop[1], judge_mode=AGENT_EVAL)
     unusable = result.details["unusable_samples"] + stop[1]["unusable_samples"]
     return result.model_copy(update={"details": {**result.details, "unusable_samples": unusable}})

@@ -73,6 +73,11 @@ def judge(fake_gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert fake_gemini.unscripted == []
 
 
+AGENT_EVAL_MODE = "agent-eval"
+"""The judge router answers agent-eval's structured prompts; ADK's own prompts are tested in
+tests/metrics/test_adk_exact_judges.py."""
+
+
 def judged(threshold: float, **options: Any) -> dict[str, Any]:
     """A judged criterion: threshold, 3 samples of gemini-2.5-flash, and `options`."""
     return {"threshold": threshold, "judge_model_options": JUDGE, **options}
@@ -122,20 +127,23 @@ def sample_labels(result: MetricResult, invocation: int = 0) -> list[Any]:
 # ------------------------------------------------------------------------ every metric, votes, the cache
 CONFIG_ALL: dict[str, Any] = {
     "criteria": {
-        "final_response_match_v2": judged(0.5),
+        "final_response_match_v2": judged(0.5, judge_mode=AGENT_EVAL_MODE),
         "rubric_based_final_response_quality_v1": judged(
             0.5,
+            judge_mode=AGENT_EVAL_MODE,
             rubrics=[
                 rubric("confirms_action", "The response says what was done or answers the question."),
                 rubric("names_the_room", "The response names the room the user asked about."),
             ],
         ),
         "rubric_based_tool_use_quality_v1": judged(
-            1.0, rubrics=[rubric("uses_device_tools", "The agent called the device or temperature tool it needed.")]
+            1.0,
+            judge_mode=AGENT_EVAL_MODE,
+            rubrics=[rubric("uses_device_tools", "The agent called the device or temperature tool it needed.")],
         ),
-        "hallucinations_v1": judged(0.5),
+        "hallucinations_v1": judged(0.5, judge_mode=AGENT_EVAL_MODE),
         "safety_v1": judged(1.0),
-        "per_turn_user_simulator_quality_v1": judged(0.5),
+        "per_turn_user_simulator_quality_v1": judged(0.5, judge_mode=AGENT_EVAL_MODE),
         "semantic_match_score": judged(0.5),
         "rubric_quality_score": judged(
             0.5,
@@ -330,7 +338,7 @@ def test_unusable_samples_are_dropped_all_unusable_is_not_evaluated_and_429_is_r
         conversation_case("no_sample_usable", KITCHEN, "The temperature in the Kitchen is 24°C."),
         conversation_case("rate_limited_once", OFFICE, "OK. I've turned on device_4 in the Office."),
     ]
-    config = {"criteria": {FINAL: judged(0.5), "safety_score": judged(0.5)}}
+    config = {"criteria": {FINAL: judged(0.5, judge_mode=AGENT_EVAL_MODE), "safety_score": judged(0.5)}}
 
     report = evaluate(write_eval_set(tmp_path, cases), agent=AGENT, config=config, db_url=sqlite_url)
 
@@ -371,7 +379,10 @@ def test_judged_demo_config_runs_on_demo_cases_with_a_judge(
 ) -> None:
     selected = f"{demo_dir / 'home_automation.evalset.json'}:turn_off_bedroom_device,office_temperature_query"
 
-    report = evaluate(selected, agent=AGENT, config=demo_dir / "test_config_judged.json", db_url=sqlite_url)
+    config = json.loads((demo_dir / "test_config_judged.json").read_text(encoding="utf-8"))
+    for name in ("final_response_match_v2", "rubric_based_final_response_quality_v1", "hallucinations_v1"):
+        config["criteria"][name]["judge_mode"] = AGENT_EVAL_MODE  # the router answers agent-eval's prompts
+    report = evaluate(selected, agent=AGENT, config=config, db_url=sqlite_url)
 
     judged_metrics = {
         "final_response_match_v2",

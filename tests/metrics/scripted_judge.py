@@ -122,8 +122,26 @@ def installed(judge: ScriptedJudge) -> Iterator[ScriptedJudge]:
 
 
 # --------------------------------------------------------------------------------------------- helpers
+ADK_EXACT_CAPABLE = frozenset(
+    {
+        "final_response_match_v2",
+        "rubric_based_final_response_quality_v1",
+        "rubric_based_tool_use_quality_v1",
+        "hallucinations_v1",
+        "per_turn_user_simulator_quality_v1",
+    }
+)
+"""ADK's judged metrics that default to judge_mode "adk-exact" when google-adk is installed."""
+
+
 def eval_metric(name: str, threshold: float = 0.5, **options: Any) -> EvalMetric:
-    """The `EvalMetric` of a config with one criterion `name` (threshold and options as a user writes them)."""
+    """The `EvalMetric` of a config with one criterion `name` (threshold and options as a user writes them).
+
+    The scripted judge answers agent-eval's structured questions, so ADK's judged metrics are put in
+    judge_mode "agent-eval" unless the test chooses a mode (ADK-exact judging: tests/metrics/test_adk_exact_judges.py).
+    """
+    if name in ADK_EXACT_CAPABLE:
+        options.setdefault("judge_mode", "agent-eval")
     config = EvalConfig.model_validate({"criteria": {name: {"threshold": threshold, **options}}})
     return config.eval_metrics()[0]
 
