@@ -23,6 +23,7 @@ from uuid import UUID
 import httpx
 
 from agent_eval.report.regression import RegressionReport
+from agent_eval.secrets import ENV_PREFIX, redact_url, register_secret, resolve_secret, shown_reference
 
 if TYPE_CHECKING:
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
@@ -31,6 +32,7 @@ __all__ = [
     "ALERT_BLOCK_ID_ENV",
     "ALERT_WEBHOOK_ENV",
     "DEFAULT_BLOCK_NAME",
+    "DEFAULT_WEBHOOK_REFERENCE",
     "REGRESSION_EVENT",
     "AlertSetup",
     "alert_payload",
@@ -39,10 +41,14 @@ __all__ = [
     "resolve_automations",
     "setup_alerts",
     "webhook_block",
+    "webhook_reference",
 ]
 
 REGRESSION_EVENT = "agent-eval.regression"
 ALERT_WEBHOOK_ENV = "AGENT_EVAL_ALERT_WEBHOOK"
+DEFAULT_WEBHOOK_REFERENCE = ENV_PREFIX + ALERT_WEBHOOK_ENV
+"""What is recorded as the webhook when the config names none."""
+_WEBHOOK_FIELD = "regression.alert_webhook"
 ALERT_BLOCK_ID_ENV = "AGENT_EVAL_ALERT_BLOCK_ID"
 """The variable `deployments/automations.yaml` names as `${AGENT_EVAL_ALERT_BLOCK_ID}` (for `envsubst`)."""
 DEFAULT_BLOCK_NAME = "agent-eval-alerts"
@@ -96,22 +102,40 @@ def post_webhook(payload: dict[str, Any], url: str | None = None, *, timeout: fl
 
     Args:
         payload: the JSON body, as `alert_payload` makes it.
-        url: the webhook; default `$AGENT_EVAL_ALERT_WEBHOOK`.
+        url: the webhook as `regression.alert_webhook` gives it: `env:NAME`, `${NAME}`, `prefect-secret:BLOCK`
+            (read now) or a literal URL; default `$AGENT_EVAL_ALERT_WEBHOOK`.
         timeout: seconds to wait for the webhook.
 
     Returns:
         The HTTP status, or None when no webhook is set (then nothing is sent).
 
     Raises:
+        SecretUnavailableError: `url` names a variable or block that gives nothing, or is a redacted literal.
         httpx.HTTPError: the webhook could not be reached or answered with an error status, for the caller to
-            record.
+            record; its message may hold the URL: show it through `agent_eval.secrets.redact_text`.
     """
-    target = url or os.environ.get(ALERT_WEBHOOK_ENV)
+    target = _webhook_url(url)
     if not target:
         return None
     response = httpx.post(target, json=payload, timeout=timeout)
     response.raise_for_status()
     return response.status_code
+
+
+def webhook_reference(url: str | None) -> str:
+    """What may be stored or shown of a webhook setting: its reference, `env:AGENT_EVAL_ALERT_WEBHOOK` for the
+    default, or a literal URL redacted (`https://hooks.slack.com/***`)."""
+    return shown_reference(url) if url else DEFAULT_WEBHOOK_REFERENCE
+
+
+def _webhook_url(url: str | None) -> str | None:
+    """The URL to POST to, read from where the setting says (the default variable may be unset: no webhook)."""
+    if url:
+        return resolve_secret(url, field=_WEBHOOK_FIELD)
+    default = os.environ.get(ALERT_WEBHOOK_ENV)
+    if default:
+        register_secret(default)
+    return default or None
 
 
 # ------------------------------------------------------------------------------------------- Prefect setup
@@ -133,19 +157,21 @@ def webhook_block(url: str, name: str = DEFAULT_BLOCK_NAME) -> CustomWebhookNoti
     a credential), so the UI shows it obfuscated.
 
     Args:
-        url: the webhook's URL (http or https; localhost is allowed).
+        url: the webhook's URL (http or https; localhost is allowed), or a reference to it (`env:NAME`,
+            `${NAME}`, `prefect-secret:BLOCK`), read now.
         name: the name the block reports as `{{name}}`; `setup_alerts` also saves the block under it.
 
     Returns:
         The (unsaved) block.
 
     Raises:
-        ValueError: the URL is not http(s).
+        ValueError: the URL is not http(s), or the reference gives no URL (`SecretUnavailableError`).
     """
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
+    url = resolve_secret(url, field="the webhook")
     if not url.startswith(("http://", "https://")):
-        raise ValueError(f"the webhook URL must start with http:// or https://, got {url!r}")
+        raise ValueError(f"the webhook URL must start with http:// or https://, got {redact_url(url)!r}")
     return CustomWebhookNotificationBlock(
         name=name,
         url="{{webhook_url}}",
@@ -203,7 +229,7 @@ def setup_alerts(webhook_url: str, automations_file: Path, block_name: str = DEF
     updated in place (the most recently updated one; further ones of that name are deleted), otherwise created.
 
     Args:
-        webhook_url: where the notifications go.
+        webhook_url: where the notifications go: the URL, or `env:NAME` / `${NAME}` / `prefect-secret:BLOCK`.
         automations_file: e.g. `deployments/automations.yaml`.
         block_name: the notification block's name.
 
