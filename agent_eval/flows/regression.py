@@ -2,53 +2,81 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from typing import Any
 
-from agent_eval.alerts import alert_payload, emit_regression_event, post_webhook
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col
+
+from agent_eval.alerts import alert_payload, emit_regression_event, post_webhook, webhook_reference
 from agent_eval.plan import EvalPlan
 from agent_eval.report.models import RunReport
-from agent_eval.report.regression import compare_runs
+from agent_eval.report.regression import NO_BASELINE, compare_runs, no_baseline_payload
 from agent_eval.schema import RegressionConfig
-from agent_eval.store import find_baseline, get_engine, load_report, record_regression
+from agent_eval.secrets import redact_text
+from agent_eval.store import Run, get_engine, get_run, load_report, record_regression
+from agent_eval.store.queries import choose_baseline
 
 __all__ = ["compare_with_baseline"]
 
 
-@task(name="compare-with-baseline")
+@task(name="compare-with-baseline", cache_policy=NO_CACHE)
 def compare_with_baseline(
     plan: EvalPlan, report: RunReport, baseline_run_id: str | None, run_url: str | None
 ) -> RunReport:
     """The report with its comparison to the baseline (`report.regression`), also stored with the run.
 
-    The baseline is `baseline_run_id` when pinned, else the latest other completed run of the same agent
-    reference over the same eval set versions; with none, the report is returned as it is. On a regression
-    the `agent-eval.regression` event is emitted and the webhook (config or `$AGENT_EVAL_ALERT_WEBHOOK`) is
-    called; a webhook that fails is logged and noted in the stored payload, never fatal.
+    The baseline is `baseline_run_id` when pinned, else the latest comparable run (the rule is
+    `agent_eval.store.queries.choose_baseline`'s); the comparison keeps to what both runs measured alike
+    (`agent_eval.report.regression`). With no comparable baseline, `report.regression` (and the stored run)
+    says "no comparable baseline" and why, and nothing regressed. On a regression the `agent-eval.regression`
+    event is emitted and the webhook (config or `$AGENT_EVAL_ALERT_WEBHOOK`) is called; a webhook that fails
+    is logged and noted in the stored payload, never fatal.
     """
     engine = get_engine(plan.request.db_url)
-    baseline_id = baseline_run_id or find_baseline(report.run_id, engine)
-    if baseline_id is None:
-        get_run_logger().info("no baseline run to compare with")
-        return report
+    choice = choose_baseline(report.run_id, engine, pinned=baseline_run_id)
+    if choice.run_id is None:
+        get_run_logger().info("%s: %s", NO_BASELINE, choice.reason)
+        payload = no_baseline_payload(report.run_id, choice.reason)
+        _record_no_baseline(report.run_id, payload, engine)
+        return report.model_copy(update={"regression": payload})
     settings = plan.config.regression or RegressionConfig()
+    current = report.model_copy(update={"config": get_run(report.run_id, engine).config})  # names each eval set's
     comparison = compare_runs(
-        load_report(baseline_id, engine), report, tolerance=settings.tolerance, confidence=settings.confidence
+        load_report(choice.run_id, engine),
+        current,
+        tolerance=settings.tolerance,
+        confidence=settings.confidence,
+        baseline_reason=choice.reason,
     )
     payload = alert_payload(comparison, report.eval_set_ids, run_url)
     if comparison.regressed:
         payload["alerts"] = _alert(payload, settings.alert_webhook)
-    record_regression(report.run_id, baseline_id, comparison.regressed, payload, engine)
+    record_regression(report.run_id, choice.run_id, comparison.regressed, payload, engine)
     return report.model_copy(update={"regression": payload})
 
 
+def _record_no_baseline(run_id: str, payload: dict[str, Any], engine: Engine) -> None:
+    """Store that the run was not compared, and why (`baseline_run_id` and `regressed` stay None)."""
+    with Session(engine) as session, session.begin():
+        session.execute(update(Run).where(col(Run.id) == run_id).values(regression=payload))
+
+
 def _alert(payload: dict[str, object], webhook: str | None) -> dict[str, object]:
-    """Emit the event and call the webhook; what happened, for the record."""
+    """Emit the event and call the webhook; what happened, for the record.
+
+    The record and the log name the webhook by its reference (`env:NAME`, `prefect-secret:BLOCK`, or a literal
+    URL redacted) and show its errors redacted: an httpx error holds the URL, which is a credential.
+    """
     logger = get_run_logger()
     logger.warning("regression against run %s:\n%s", payload.get("baseline_run_id"), payload.get("summary"))
-    sent: dict[str, object] = {"event_id": emit_regression_event(dict(payload))}
+    sent: dict[str, object] = {"event_id": emit_regression_event(dict(payload)), "webhook": webhook_reference(webhook)}
     try:
         sent["webhook_status"] = post_webhook(dict(payload), webhook)
     except Exception as error:  # an unreachable webhook must not lose the run
-        logger.error("the alert webhook failed: %s", error)
-        sent["webhook_error"] = f"{type(error).__name__}: {error}"
+        sent["webhook_error"] = redact_text(f"{type(error).__name__}: {error}")
+    if "webhook_error" in sent:  # logged outside `except`: a handler that fails prints the exception in hand
+        logger.error("the alert webhook %s failed: %s", sent["webhook"], sent["webhook_error"])
     return sent

@@ -31,6 +31,7 @@ __all__ = [
     "DATASET_SUFFIXES",
     "EVAL_FILE_SUFFIXES",
     "InputFormat",
+    "config_file_for",
     "config_from_data",
     "eval_set_from_dataframe",
     "find_config_file",
@@ -38,6 +39,7 @@ __all__ = [
     "load_eval_config",
     "load_eval_set",
     "load_eval_sets",
+    "load_eval_sets_with_configs",
     "write_eval_set",
 ]
 
@@ -52,8 +54,19 @@ def load_eval_sets(paths: str | Path | Sequence[str | Path], *, format: InputFor
     Raises:
         EvalInputError: a path does not exist or matches nothing, or a file is not a valid eval set.
     """
+    return [eval_set for eval_set, _ in load_eval_sets_with_configs(paths, format=format)]
+
+
+def load_eval_sets_with_configs(
+    paths: str | Path | Sequence[str | Path], *, format: InputFormat = "auto"
+) -> list[tuple[EvalSet, Path | None]]:
+    """Like `load_eval_sets`, each eval set with the `test_config.json` that applies to it (`config_file_for`).
+
+    Raises:
+        EvalInputError: a path does not exist or matches nothing, or a file is not a valid eval set.
+    """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
-    loaded: list[tuple[EvalSet, Path]] = []
+    loaded: list[tuple[EvalSet, Path, Path | None]] = []
     for item in items:
         path, selected = split_case_selection(str(item))
         root = Path(path) if Path(path).is_dir() else None
@@ -62,13 +75,13 @@ def load_eval_sets(paths: str | Path | Sequence[str | Path], *, format: InputFor
                 continue
             eval_set = _select_cases(load_eval_set(file, root=root, format=format), selected, file)
             if eval_set.eval_cases:
-                loaded.append((eval_set, file))
+                loaded.append((eval_set, file, root))
             elif root is None:  # named on purpose; an empty set found in a folder (as ADK creates them) is skipped
                 raise EvalInputError("the eval set has no cases", file=file, field="eval_cases")
     if not loaded:
         raise EvalInputError(f"no eval cases in {', '.join(str(i) for i in items)}", field="eval_cases")
-    _check_unique_set_ids(loaded)
-    return [eval_set for eval_set, _ in loaded]
+    _check_unique_set_ids([(eval_set, file) for eval_set, file, _ in loaded])
+    return [(eval_set, config_file_for(file, root)) for eval_set, file, root in loaded]
 
 
 def load_eval_set(file: str | Path, *, root: Path | None = None, format: InputFormat = "auto") -> EvalSet:
@@ -121,8 +134,28 @@ def config_from_data(data: Any, source: str | Path) -> EvalConfig:
         raise from_validation_error(error, file=source, data=data) from None
 
 
+def config_file_for(eval_file: str | Path, root: str | Path | None = None) -> Path | None:
+    """The `test_config.json` that scores `eval_file`: the one beside it, as ADK's `AgentEvaluator` looks for it;
+    for a file found under a folder that was named (`root`), else the nearest one in the folders between them
+    (so `run evals/` with `evals/test_config.json` scores `evals/sub/x.test.json` with it). None: ADK's defaults.
+    """
+    folder = Path(eval_file).parent
+    top = Path(root).resolve() if root is not None else folder.resolve()
+    while True:
+        candidate = folder / CONFIG_FILE_NAME
+        if candidate.is_file():
+            return candidate
+        if folder.resolve() == top or top not in folder.resolve().parents:
+            return None
+        folder = folder.parent
+
+
 def find_config_file(paths: Sequence[str | Path]) -> Path | None:
-    """`test_config.json` in the first eval path's folder (or the folder itself), as `adk eval` does."""
+    """`test_config.json` in the first eval path's folder (or the folder itself) that has one.
+
+    One config for all the paths, as `adk eval` picks it for a single eval set file; an evaluation scores each
+    eval file with its own (`config_file_for`, through `load_eval_sets_with_configs`).
+    """
     for item in paths:
         path = Path(split_case_selection(str(item))[0])
         folder = path if path.is_dir() else path.parent

@@ -40,8 +40,19 @@ Case outcomes (over the shared cases)
       unbiased estimator `1 − C(n−c, k) / C(n, k)`; the report's pass@k averages each k over the shared cases
       that ran at least k times.
 
+Like with like (per eval set, from each report's `config`, see `agent_eval.run_configs`)
+    - An eval set both runs scored with the same criteria (equal scoring fingerprints: thresholds, options,
+      custom metrics, user simulator; the `regression` section does not count) is compared as above. The
+      baseline the flow picks by itself always qualifies (`agent_eval.store.choose_baseline`).
+    - Otherwise (a pinned baseline measured with another config) only the metrics both runs measured with the
+      same options are compared: a metric whose options, custom code or user simulator differ, or that only
+      one run has, is left out; a metric whose threshold alone differs keeps its scores compared (a threshold
+      decides pass or fail, not the score). Case pass/fail flips, and so hard regressions, are not counted in
+      that eval set: a case passing under other criteria says nothing about a regression. Notes say so.
+
 Verdict
-    `RegressionReport.regressed` = any metric regressed OR any case is a hard regression.
+    `RegressionReport.regressed` = any metric regressed OR any case is a hard regression. With no comparable
+    baseline there is no comparison: `no_baseline_payload` says why, and nothing regressed.
 """
 
 from __future__ import annotations
@@ -66,8 +77,19 @@ from agent_eval.report.stats import (
     pass_at_ks,
     runs_by_case,
 )
+from agent_eval.run_configs import configs_by_eval_set, criterion_keys
+from agent_eval.schema import scoring_fingerprint
 
-__all__ = ["DEFAULT_TOLERANCE", "CaseComparison", "CaseRef", "MetricComparison", "RegressionReport", "compare_runs"]
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "NO_BASELINE",
+    "CaseComparison",
+    "CaseRef",
+    "MetricComparison",
+    "RegressionReport",
+    "compare_runs",
+    "no_baseline_payload",
+]
 
 DEFAULT_TOLERANCE = 0.05
 """The absolute drop a metric's mean may show before it can count as regressed."""
@@ -75,6 +97,7 @@ DEFAULT_TOLERANCE = 0.05
 _FLOAT_NOISE = 1e-9
 _MAX_LISTED = 10
 _ONE_PAIR = "one paired case: the interval is the difference itself"
+NO_BASELINE = "no comparable baseline"
 
 
 class CaseRef(BaseModel):
@@ -135,6 +158,7 @@ class RegressionReport(BaseModel):
 
     baseline_run_id: str
     current_run_id: str
+    baseline_reason: str | None = Field(None, description="Why this baseline: pinned, or the latest comparable run.")
     confidence: float
     resamples: int
     seed: int
@@ -177,6 +201,8 @@ class RegressionReport(BaseModel):
             f"{self.current_run_id} vs baseline {self.baseline_run_id}: {len(self.cases)} shared cases, "
             f"{len(self.added)} added, {len(self.removed)} removed"
         ]
+        if self.baseline_reason:
+            lines.insert(0, f"baseline {self.baseline_run_id}: {self.baseline_reason}")
         lines.extend(_metric_line(metric, self.confidence) for metric in self.metrics)
         lines.extend(f"{title}: {_listing(items)}" for title, items in _case_groups(self) if items)
         if len(self.pass_at_k) > 1:
@@ -190,6 +216,7 @@ class RegressionReport(BaseModel):
         return {
             "regressed": self.regressed,
             "baseline_run_id": self.baseline_run_id,
+            "baseline_reason": self.baseline_reason,
             "current_run_id": self.current_run_id,
             "confidence": self.confidence,
             "shared_cases": len(self.cases),
@@ -229,6 +256,7 @@ def compare_runs(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    baseline_reason: str | None = None,
 ) -> RegressionReport:
     """Compare a current run with a baseline run, metric by metric and case by case (rules in the module docstring).
 
@@ -240,6 +268,7 @@ def compare_runs(
         confidence: the coverage of the bootstrap interval, in (0, 1).
         resamples: the number of bootstrap resamples.
         seed: the seed of the bootstrap's random generator; the same seed gives the same report.
+        baseline_reason: why this baseline (e.g. "pinned with --baseline"), shown first in the summary.
 
     Raises:
         ValueError: a confidence outside (0, 1), fewer than one resample, or a negative tolerance.
@@ -247,12 +276,14 @@ def compare_runs(
     check_confidence(confidence)
     check_resamples(resamples)
     check_tolerance(tolerance)
-    baseline_runs, current_runs = runs_by_case(baseline.cases), runs_by_case(current.cases)
+    alike = _alike(baseline, current)
+    baseline_runs, current_runs = runs_by_case(alike.keep(baseline.cases)), runs_by_case(alike.keep(current.cases))
     shared = [key for key in current_runs if key in baseline_runs]
-    cases = [_compare_case(key, baseline_runs[key], current_runs[key]) for key in shared]
+    cases = [_compare_case(key, baseline_runs[key], current_runs[key], alike.flips(key[0])) for key in shared]
     return RegressionReport(
         baseline_run_id=baseline.run_id,
         current_run_id=current.run_id,
+        baseline_reason=baseline_reason,
         confidence=confidence,
         resamples=resamples,
         seed=seed,
@@ -264,8 +295,86 @@ def compare_runs(
         removed=[_ref(key) for key in baseline_runs if key not in current_runs],
         baseline_pass_at_k=mean_pass_at_k(case.baseline_pass_at_k for case in cases),
         pass_at_k=mean_pass_at_k(case.pass_at_k for case in cases),
-        notes=_notes(baseline, current, shared),
+        notes=alike.notes + _notes(baseline, current, shared),
     )
+
+
+def no_baseline_payload(current_run_id: str, reason: str) -> dict[str, Any]:
+    """The payload stored (and printed) when a run has no comparable baseline: nothing compared, nothing
+    regressed, and `summary` saying why, e.g. "no comparable baseline: 2 earlier completed runs of this agent
+    and eval set versions used other criteria". Same keys as `RegressionReport.to_payload`."""
+    return {
+        "regressed": False,
+        "baseline_run_id": None,
+        "baseline_reason": reason,
+        "current_run_id": current_run_id,
+        "shared_cases": 0,
+        "regressed_metrics": [],
+        "metrics": [],
+        "flipped_to_failing": [],
+        "flipped_to_passing": [],
+        "hard_regressions": [],
+        "flaky": [],
+        "added": [],
+        "removed": [],
+        "pass_at_k": {},
+        "baseline_pass_at_k": {},
+        "notes": [],
+        "summary": f"{NO_BASELINE}: {reason}",
+    }
+
+
+# ------------------------------------------------------------------------------------------- like with like
+@dataclass(frozen=True)
+class _Alike:
+    """Per eval set whose criteria differ between the runs: the metrics still compared (absent: all metrics,
+    flips counted)."""
+
+    metrics: Mapping[str, frozenset[str]]
+    notes: list[str]
+
+    def flips(self, eval_set_id: str) -> bool:
+        return eval_set_id not in self.metrics
+
+    def keep(self, cases: Sequence[CaseResult]) -> list[CaseResult]:
+        """The cases with only their comparable metric results."""
+        return [
+            case
+            if self.flips(case.eval_set_id)
+            else case.model_copy(
+                update={"metrics": [m for m in case.metrics if m.metric_name in self.metrics[case.eval_set_id]]}
+            )
+            for case in cases
+        ]
+
+
+def _alike(baseline: RunReport, current: RunReport) -> _Alike:
+    """What may be compared in each eval set of both runs (rules in the module docstring)."""
+    eval_set_ids = [eval_set_id for eval_set_id in current.eval_set_ids if eval_set_id in baseline.eval_set_ids]
+    baseline_configs = configs_by_eval_set(baseline.config, eval_set_ids)
+    current_configs = configs_by_eval_set(current.config, eval_set_ids)
+    metrics: dict[str, frozenset[str]] = {}
+    notes = []
+    for eval_set_id in eval_set_ids:
+        before, now = baseline_configs[eval_set_id], current_configs[eval_set_id]
+        if scoring_fingerprint(before) == scoring_fingerprint(now):
+            continue
+        before_keys, now_keys = criterion_keys(before), criterion_keys(now)
+        metrics[eval_set_id] = frozenset(name for name, key in now_keys.items() if before_keys.get(name) == key)
+        notes.append(_criteria_note(eval_set_id, before_keys, now_keys, metrics[eval_set_id]))
+    return _Alike(metrics, notes)
+
+
+def _criteria_note(eval_set_id: str, before: Mapping[str, str], now: Mapping[str, str], same: frozenset[str]) -> str:
+    """E.g. `eval set x: the baseline used other criteria; compared only a (measured alike); left out: b (only
+    in this run); pass/fail flips not compared (they need the same criteria)`."""
+    left_out = [f"{name} (only in this run)" for name in now if name not in before]
+    left_out += [f"{name} (only in the baseline)" for name in before if name not in now]
+    left_out += [f"{name} (other options)" for name in now if name in before and name not in same]
+    compared = ", ".join(sorted(same)) or "no metric"
+    note = f"eval set {eval_set_id}: the baseline used other criteria; compared only {compared} (measured alike)"
+    note += f"; left out: {', '.join(left_out)}" if left_out else ""
+    return note + "; pass/fail flips not compared (they need the same criteria)"
 
 
 # ------------------------------------------------------------------------------------------------ metrics
@@ -319,11 +428,15 @@ def _compare_metric(
 
 
 # -------------------------------------------------------------------------------------------------- cases
-def _compare_case(key: CaseKey, baseline: Sequence[CaseResult], current: Sequence[CaseResult]) -> CaseComparison:
-    """Passes on each side, pass@k, flips, flakiness and hard regression of one shared case."""
+def _compare_case(
+    key: CaseKey, baseline: Sequence[CaseResult], current: Sequence[CaseResult], flips: bool = True
+) -> CaseComparison:
+    """Passes on each side, pass@k, flips, flakiness and hard regression of one shared case (no flip, hence
+    no hard regression, when `flips` is False: the runs judged pass and fail with different criteria)."""
     b_runs, b_passes = len(baseline), sum(run.passed for run in baseline)
     c_runs, c_passes = len(current), sum(run.passed for run in current)
     baseline_passes_all, current_passes_all = b_passes == b_runs, c_passes == c_runs
+    baseline_fails, current_fails = flips and not baseline_passes_all, flips and not current_passes_all
     return CaseComparison(
         eval_set_id=key[0],
         eval_id=key[1],
@@ -336,9 +449,9 @@ def _compare_case(key: CaseKey, baseline: Sequence[CaseResult], current: Sequenc
         baseline_pass_at_k=pass_at_ks(b_runs, b_passes),
         pass_at_k=pass_at_ks(c_runs, c_passes),
         flaky=0 < c_passes < c_runs,
-        flipped_to_failing=baseline_passes_all and not current_passes_all,
-        flipped_to_passing=not baseline_passes_all and current_passes_all,
-        hard_regression=baseline_passes_all and c_passes == 0,
+        flipped_to_failing=baseline_passes_all and current_fails,
+        flipped_to_passing=baseline_fails and current_passes_all,
+        hard_regression=flips and baseline_passes_all and c_passes == 0,
     )
 
 

@@ -86,8 +86,9 @@ def test_runs_compare_with_the_latest_run_and_a_regression_is_stored_and_alerted
         bodies = receiver.bodies()
 
     assert [regression_agents.CALLS[m] for m in messages.values()] == [3] * 6
-    # no earlier run: nothing to compare with
-    assert first.regression is None and not first.regressed
+    # no earlier run: nothing to compare with, and the stored run says so
+    assert first.regression is not None and not first.regressed
+    assert first.regression["summary"] == "no comparable baseline: no earlier completed run of this agent"
     assert get_run(first.run_id, engine).baseline_run_id is None
     # the same results again: compared with the first run, nothing regressed
     assert second.regression is not None
@@ -129,10 +130,10 @@ def test_a_pinned_baseline_is_used_instead_of_the_latest_run(
     _break(messages, BROKEN, "wrong_tool")
     second = _run(eval_file, sqlite_url, refresh_cache=True)
 
-    latest = _run(eval_file, sqlite_url)  # served from the cache: the same results as the second run
+    latest = _run(eval_file, sqlite_url)  # the agent invoked again: still broken, the same results
     pinned = _run(eval_file, sqlite_url, baseline_run_id=first.run_id)
 
-    assert [regression_agents.CALLS[m] for m in messages.values()] == [2] * 6
+    assert [regression_agents.CALLS[m] for m in messages.values()] == [4] * 6
     assert second.regressed and second.regression is not None
     assert second.regression["baseline_run_id"] == first.run_id
     assert latest.regression is not None and latest.regression["baseline_run_id"] == second.run_id
@@ -173,9 +174,9 @@ def test_a_drop_within_the_tolerance_is_not_a_regression(
     _break(messages, NAMES, "wordy")  # every answer a little worse, every case still passing
 
     tolerant = _run(eval_file, sqlite_url, {"regression": {"tolerance": 0.2}}, refresh_cache=True)
-    strict = _run(eval_file, sqlite_url, baseline_run_id=first.run_id)  # default tolerance 0.05, from the cache
+    strict = _run(eval_file, sqlite_url, baseline_run_id=first.run_id)  # default tolerance 0.05, still wordy
 
-    assert [regression_agents.CALLS[m] for m in messages.values()] == [2] * 6
+    assert [regression_agents.CALLS[m] for m in messages.values()] == [3] * 6
     drop = 1.0 - regression_agents.WORDY_SCORE
     assert 0.05 < drop < 0.2
     assert tolerant.summary.passed == strict.summary.passed == 6

@@ -1,0 +1,103 @@
+"""Which config scored which eval set of a run, as the store keeps it (`runs.config`), and whether two runs
+measured an eval set alike.
+
+A run whose eval sets all used one config stores that config, as every release did. A run whose eval sets
+used different configs (each eval file scored with the `test_config.json` beside it) stores
+`{"per_eval_set": {eval_set_id: config}, "config_files": {eval_set_id: file or None}}`. Every reader goes
+through `configs_by_eval_set`, which understands both shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent_eval.schema import EvalConfig, content_hash, scoring_fingerprint
+
+__all__ = [
+    "CONFIG_FILES",
+    "PER_EVAL_SET",
+    "configs_by_eval_set",
+    "criterion_keys",
+    "describe_configs",
+    "scoring_fingerprints",
+    "stored_config",
+    "stored_config_hash",
+]
+
+PER_EVAL_SET = "per_eval_set"
+CONFIG_FILES = "config_files"
+
+
+def stored_config(configs: Mapping[str, EvalConfig], files: Mapping[str, str | None]) -> dict[str, Any]:
+    """`runs.config` for a run whose eval set `eval_set_id` was scored with `configs[eval_set_id]`.
+
+    Args:
+        configs: per eval set id, its config (in the run's order).
+        files: per eval set id, the file its config came from (None: given inline, or ADK's defaults).
+
+    Returns:
+        The config itself when every eval set used the same one, else the per-eval-set shape.
+    """
+    dumped = {eval_set_id: config.model_dump(mode="json", exclude_none=True) for eval_set_id, config in configs.items()}
+    distinct = {content_hash(config) for config in dumped.values()}
+    if len(distinct) <= 1:
+        return next(iter(dumped.values()), EvalConfig().model_dump(mode="json", exclude_none=True))
+    return {PER_EVAL_SET: dumped, CONFIG_FILES: {eval_set_id: files.get(eval_set_id) for eval_set_id in dumped}}
+
+
+def stored_config_hash(configs: Mapping[str, EvalConfig]) -> str:
+    """`runs.config_hash`: the config's `fingerprint()` when there is one config, else the hash of each eval
+    set's fingerprint."""
+    fingerprints = {eval_set_id: config.fingerprint() for eval_set_id, config in configs.items()}
+    if len(set(fingerprints.values())) <= 1:
+        return next(iter(fingerprints.values()), EvalConfig().fingerprint())
+    return content_hash(fingerprints)
+
+
+def configs_by_eval_set(config: Mapping[str, Any], eval_set_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per eval set id, the config (as JSON) that scored it in a run with this `runs.config`.
+
+    An eval set the per-eval-set shape does not name gets an empty config (ADK's default criteria).
+    """
+    per_eval_set = config.get(PER_EVAL_SET)
+    if isinstance(per_eval_set, Mapping):
+        return {eval_set_id: dict(per_eval_set.get(eval_set_id) or {}) for eval_set_id in eval_set_ids}
+    return {eval_set_id: dict(config) for eval_set_id in eval_set_ids}
+
+
+def scoring_fingerprints(config: Mapping[str, Any], eval_set_ids: Sequence[str]) -> dict[str, str]:
+    """Per eval set id, the scoring fingerprint of its config (what it measured; regression settings aside)."""
+    return {
+        eval_set_id: scoring_fingerprint(one) for eval_set_id, one in configs_by_eval_set(config, eval_set_ids).items()
+    }
+
+
+def criterion_keys(config: Mapping[str, Any]) -> dict[str, str]:
+    """Per criterion of a config (as JSON), a hash of how it is measured, its threshold aside: its options,
+    its custom metric's code and the user simulator. Equal keys: the two scores measure the same thing (a
+    threshold decides pass or fail, never the score)."""
+    criteria = config.get("criteria")
+    if not isinstance(criteria, Mapping):
+        criteria = EvalConfig().model_dump(mode="json", exclude_none=True)["criteria"]
+    customs = config.get("custom_metrics") or {}
+    simulator = config.get("user_simulator_config")
+    keys = {}
+    for name, criterion in criteria.items():
+        options = {k: v for k, v in criterion.items() if k != "threshold"} if isinstance(criterion, Mapping) else {}
+        measured = {"criteria": {name: options}, "custom_metrics": {name: customs.get(name)}}
+        keys[name] = scoring_fingerprint({**measured, "user_simulator_config": simulator})
+    return keys
+
+
+def describe_configs(config: Mapping[str, Any], eval_set_ids: Sequence[str]) -> list[str]:
+    """One line per eval set naming its config file (or "inline / default config") and its criteria, when the
+    run's eval sets used different configs; nothing when they shared one."""
+    if not isinstance(config.get(PER_EVAL_SET), Mapping):
+        return []
+    files = config.get(CONFIG_FILES) or {}
+    lines = []
+    for eval_set_id, one in configs_by_eval_set(config, eval_set_ids).items():
+        criteria = ", ".join(sorted(one.get("criteria") or {})) or "ADK's default criteria"
+        lines.append(f"  {eval_set_id}: {files.get(eval_set_id) or 'inline or default config'} ({criteria})")
+    return lines
