@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 
 from agent_eval.report.html_charts import HistoryPoint
 from agent_eval.report.models import RunReport
+from agent_eval.report.verdict import regression_verdict
 from agent_eval.store import (
     CaseScore,
     RunNotFoundError,
@@ -59,12 +60,24 @@ HISTORY_COLUMNS = [
     "passed",
     "failed",
     "pass_rate",
+    "not_evaluated",
+    "pass_at_k",
+    "flaky_cases",
+    "regression",
+    "baseline_run_id",
+    "regressed",
     "tags",
     "git_commit",
     "deployment_name",
     "flow_run_id",
 ]
-"""The fixed columns of `history()`; one `<metric>/mean` column per metric follows them."""
+"""The fixed columns of `history()`; one `<metric>/mean` column per metric follows them.
+
+`pass_rate` is over the evaluated case runs (`report.aggregate`), `not_evaluated` counts the others; `pass_at_k`
+(`{"1": ..., "2": ...}`, mean over cases) and `flaky_cases` (how many cases both passed and failed) come from
+the run's summary when cases ran more than once (else `{}` and 0); `regression` is the verdict against the
+baseline (`regressed vs RUN`, `ok vs RUN`, `no comparable baseline`, or None when the run was not compared).
+"""
 
 DataFrame: TypeAlias = Any
 """A `pandas.DataFrame` (pandas ships no type hints, so it is `Any` to mypy)."""
@@ -180,8 +193,15 @@ def compare(run_a: str, run_b: str, *, db_url: str | None = None) -> Comparison:
 
 
 def _history_row(run: RunRead, means: dict[str, float]) -> dict[str, Any]:
-    row: dict[str, Any] = {name: getattr(run, name) for name in HISTORY_COLUMNS if name != "run_id"}
-    row["run_id"] = run.id
+    row: dict[str, Any] = {name: getattr(run, name, None) for name in HISTORY_COLUMNS}
+    summary = run.summary or {}
+    row.update(
+        run_id=run.id,
+        not_evaluated=run.total - run.passed - run.failed,
+        pass_at_k={str(k): value for k, value in (summary.get("pass_at_k") or {}).items()},
+        flaky_cases=len(summary.get("flaky_cases") or []),
+        regression=regression_verdict(run.regression),
+    )
     row.update({f"{name}/mean": mean for name, mean in means.items()})
     return row
 
@@ -200,16 +220,19 @@ def _metric_deltas(means_a: dict[str, float], means_b: dict[str, float]) -> Data
 
 
 def _case_changes(scores_a: list[CaseScore], scores_b: list[CaseScore]) -> DataFrame:
-    """One row per shared case run, in run A's order: statuses, the change, and per-metric score deltas."""
+    """One row per shared case run, sorted by eval set id, eval id and run index (whatever order either run
+    wrote them in): statuses, the change, and per-metric score deltas."""
     statuses = _pandas().merge(_statuses(scores_a), _statuses(scores_b), on=CASE_KEY, suffixes=("_a", "_b"))
     statuses["change"] = [_change(a, b) for a, b in zip(statuses["status_a"], statuses["status_b"], strict=True)]
     deltas = _scores(scores_b).sub(_scores(scores_a), fill_value=None)
     deltas.columns = [f"{name}/delta" for name in deltas.columns]
-    return statuses.merge(deltas, left_on=CASE_KEY, right_index=True, how="left")
+    changes = statuses.merge(deltas, left_on=CASE_KEY, right_index=True, how="left")
+    return changes.sort_values(CASE_KEY, kind="stable").reset_index(drop=True)
 
 
 def _statuses(scores: list[CaseScore]) -> DataFrame:
-    rows = {(s.eval_set_id, s.eval_id, s.run_index): s.status.name.lower() for s in scores}
+    """Each case run's status as a word: `passed`, `failed`, `not evaluated`, `informational`."""
+    rows = {(s.eval_set_id, s.eval_id, s.run_index): s.status.name.lower().replace("_", " ") for s in scores}
     return _pandas().DataFrame([(*key, status) for key, status in rows.items()], columns=[*CASE_KEY, "status"])
 
 
@@ -258,20 +281,57 @@ def history_json(frame: DataFrame) -> str:
 
 
 def format_history(frame: DataFrame) -> str:
-    """One line per run: id, start, status, pass rate (passed/total; `-` until completed), agent, eval sets,
-    metric means."""
+    """One line per run: id, start, status, pass rate (passed/evaluated, the not-evaluated count after it; `-`
+    until completed), pass@k (the highest k) and flaky cases, the regression verdict, agent, eval sets, metric
+    means. `-` where a run has no value."""
     if frame.empty:
         return "No runs."
     means = [c for c in frame.columns if c.endswith("/mean")]
-    lines = [f"{'RUN':<32}  {'STARTED (UTC)':<19}  {'STATUS':<9}  {'PASS RATE':>16}  AGENT  EVAL SETS  MEANS"]
-    for row in frame.to_dict(orient="records"):
+    rows = frame.to_dict(orient="records")
+    cells = [(_rate_cell(row), _pass_at_k_cell(row), _text_cell(row.get("regression"))) for row in rows]
+    titles = (f"{'PASS RATE':>{_RATE_WIDTH}}", "PASS@K", "REGRESSION")
+    widths = [max(len(title), *(len(cell[i]) for cell in cells)) for i, title in enumerate(titles)]
+    lines = [
+        f"{'RUN':<32}  {'STARTED (UTC)':<19}  {'STATUS':<9}  "
+        + "  ".join(f"{title:<{width}}" for title, width in zip(titles, widths, strict=True))
+        + "  AGENT  EVAL SETS  MEANS"
+    ]
+    for row, row_cells in zip(rows, cells, strict=True):
         scores = " ".join(f"{c.removesuffix('/mean')}={row[c]:.3f}" for c in means if not _missing(row[c]))
-        rate = f"{row['pass_rate']:.1%} ({row['passed']}/{row['total']})" if row["status"] == "completed" else "-"
         lines.append(
-            f"{row['run_id']:<32}  {row['started_at']:%Y-%m-%d %H:%M:%S}  {row['status']:<9}  {rate:>16}  "
-            f"{row['agent_reference']}  {','.join(row['eval_set_ids'])}  {scores}".rstrip()
+            f"{row['run_id']:<32}  {row['started_at']:%Y-%m-%d %H:%M:%S}  {row['status']:<9}  "
+            + "  ".join(f"{cell:<{width}}" for cell, width in zip(row_cells, widths, strict=True))
+            + f"  {row['agent_reference']}  {','.join(row['eval_set_ids'])}  {scores}".rstrip()
         )
     return "\n".join(lines)
+
+
+_RATE_WIDTH = 16
+
+
+def _rate_cell(row: dict[str, Any]) -> str:
+    """`50.0% (1/2)`, `+1 not evaluated` after it when some case run was not; `-` for a run not completed."""
+    if row["status"] != "completed":
+        return f"{'-':>{_RATE_WIDTH}}"
+    evaluated = row["passed"] + row["failed"]
+    rate = row["passed"] / evaluated if evaluated else 0.0
+    cell = f"{rate:.1%} ({row['passed']}/{evaluated})"
+    not_evaluated = row.get("not_evaluated") or 0
+    return f"{cell:>{_RATE_WIDTH}}" + (f" +{not_evaluated} not evaluated" if not_evaluated else "")
+
+
+def _text_cell(value: Any) -> str:
+    return "-" if _missing(value) else str(value)
+
+
+def _pass_at_k_cell(row: dict[str, Any]) -> str:
+    """`pass@3 0.950, 1 flaky` (the highest k), or `-` when cases ran once."""
+    values = row.get("pass_at_k")
+    if not isinstance(values, dict) or not values:
+        return "-"
+    k = max(values, key=int)
+    flaky = row.get("flaky_cases") or 0
+    return f"pass@{k} {values[k]:.3f}" + (f", {flaky} flaky" if flaky else "")
 
 
 def format_comparison(comparison: Comparison) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent_eval.api import evaluate
 from agent_eval.report import RunReport, format_summary
+from agent_eval.report.console import unscored_criteria_lines
 
 __all__ = ["assert_eval_passes", "check_pass_rate"]
 
@@ -23,8 +24,9 @@ __all__ = ["assert_eval_passes", "check_pass_rate"]
 def check_pass_rate(report: RunReport, min_pass_rate: float = 1.0) -> None:
     """Fail unless the share of passed case runs reaches `min_pass_rate`.
 
-    Not-evaluated case runs count as not passed; a run without any case never passes (unless
-    `min_pass_rate` is 0).
+    The share is passed / all case runs: not-evaluated case runs count as not passed (unlike the summary's
+    pass rate, which leaves them out). A run without any case never passes (unless `min_pass_rate` is 0), nor
+    does one where a criterion scored no case run at all.
 
     Args:
         report: the run report.
@@ -38,9 +40,13 @@ def check_pass_rate(report: RunReport, min_pass_rate: float = 1.0) -> None:
     if not 0.0 <= min_pass_rate <= 1.0:
         raise ValueError(f"min_pass_rate must be between 0 and 1, got {min_pass_rate!r}")
     summary = report.summary
-    if summary.pass_rate < min_pass_rate or (summary.total == 0 and min_pass_rate > 0):
-        header = f"pass rate {summary.pass_rate:.1%} is below the required {min_pass_rate:.1%}"
+    share = summary.passed / summary.total if summary.total else 0.0
+    if share < min_pass_rate or (summary.total == 0 and min_pass_rate > 0):
+        header = f"{share:.1%} of case runs passed, below the required {min_pass_rate:.1%}"
         raise AssertionError(f"{header}\n{format_summary(report)}")
+    unscored = unscored_criteria_lines(report)
+    if unscored:
+        raise AssertionError("\n".join([*unscored, format_summary(report)]))
 
 
 def assert_eval_passes(

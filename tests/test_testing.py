@@ -18,8 +18,8 @@ def test_check_pass_rate_raises_with_the_console_summary() -> None:
         check_pass_rate(sample_report())
 
     message = str(raised.value)
-    assert message.splitlines()[0] == "pass rate 20.0% is below the required 100.0%"
-    assert "Total: 5  Passed: 1  Failed: 4  Pass rate: 20.0%" in message
+    assert message.splitlines()[0] == "20.0% of case runs passed, below the required 100.0%"
+    assert "Total: 5  Passed: 1  Failed: 3  Not evaluated: 1  Pass rate: 25.0%" in message
     assert "FAIL home/lowercase" in message
     assert "agent error: ValueError: nope" in message
     assert "FAIL home/fine" not in message
@@ -56,7 +56,7 @@ def test_assert_eval_passes_returns_the_report_or_fails_with_the_summary(tmp_pat
 
     with pytest.raises(AssertionError) as raised:
         assert_eval_passes(eval_file, f"{AGENTS}:raising_agent", db_url=sqlite_url)
-    assert "pass rate 66.7% is below the required 100.0%" in str(raised.value)
+    assert "66.7% of case runs passed, below the required 100.0%" in str(raised.value)
     assert "/boom" in str(raised.value)
     assert "ValueError: cannot handle" in str(raised.value)
 

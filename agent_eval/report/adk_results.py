@@ -14,8 +14,12 @@ with unset fields left out. Where ADK's runner decides something, we do the same
   per-invocation results that line up, as ADK does);
 - a case whose agent failed has no metric results, as in ADK.
 
-Where we differ: `final_eval_status` is our case status (a metric that raised fails the case), and
-`session_id` is `agent-eval-session-<run_id>-<eval_id>-<run_index>` (we do not keep ADK sessions).
+Where we differ: `final_eval_status` is our case status (`report.aggregate`: a criterion that applies but could
+not score the case, e.g. a metric that raised, makes it NOT_EVALUATED, where ADK would pass it on the other
+criteria), and `session_id` is `agent-eval-session-<run_id>-<eval_id>-<run_index>` (we do not keep ADK sessions).
+
+The app name in the ids and file names is ADK's: the agent's folder, or for an ADK api_server reference
+(`adk-api+http://HOST:PORT/APP`) the app APP it serves; any other URL gives its last path segment, else its host.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent_eval.report.models import CaseResult, InvocationScore, MetricResult, RunReport
 from agent_eval.schema import Invocation
@@ -39,14 +44,29 @@ def app_name_of(agent_reference: str) -> str:
     """ADK's app name (the agent's folder) from an agent reference.
 
     `examples/home_automation/agent.py:root_agent` and `examples.home_automation.agent:root_agent` give
-    `home_automation`; `pkg.bot:agent` gives `bot`. Characters other than letters, digits, `_` and `-` become `_`.
+    `home_automation`; `pkg.bot:agent` gives `bot`; `adk-api+http://127.0.0.1:8000/home_app` gives `home_app`
+    (the app the api_server serves); another URL its last path segment, else its host. Characters other than
+    letters, digits, `_` and `-` become `_`.
     """
+    if "://" in agent_reference:
+        return _safe(_url_app_name(agent_reference))
     target = agent_reference.split(":", 1)[0] if ":" in agent_reference else agent_reference
     target = target.removesuffix(".py")
     parts = [part for part in re.split(r"[./\\]", target) if part]
     if len(parts) > 1 and parts[-1] == "agent":
         parts.pop()
-    return re.sub(r"[^A-Za-z0-9_-]", "_", parts[-1]) if parts else "agent"
+    return _safe(parts[-1]) if parts else "agent"
+
+
+def _url_app_name(reference: str) -> str:
+    """The app of an ADK api_server URL (its last path segment), else the URL's host."""
+    parsed = urlsplit(reference)
+    segments = [segment for segment in parsed.path.split("/") if segment]
+    return segments[-1] if segments else (parsed.hostname or "agent")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
 def _dump(invocation: Invocation) -> dict[str, Any]:

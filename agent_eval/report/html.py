@@ -1,7 +1,10 @@
 """The run report as one self-contained HTML page: inline CSS and SVG, no JavaScript, no network.
 
-Sections: the run summary, the pass rate of each metric (bars), the history of the same eval set(s) (a trend of
-each metric's mean across runs), and every case run as a collapsible block (failures open) with, per turn, the
+Sections: the run summary (with pass@k and flaky cases when cases ran more than once, and the invocations reused
+from earlier evaluations), the regression check against the baseline (`report.html_sections`), the pass rate of
+each metric (bars), the history of the same eval set(s) (a trend of each metric's mean across runs), and every
+case run as a collapsible block (failures and case runs not evaluated open; a "not evaluated" badge, each
+criterion that could not score it with the reason; a "cached" badge on a reused invocation) with, per turn, the
 user's message, the expected and actual trajectories side by side (calls marked matched / missing / extra by
 the multiset alignment of `metrics.vertex.align`), the expected and actual responses, and every metric's score,
 threshold, status and explanation. All text from agents, users, eval files and metrics is HTML-escaped.
@@ -20,6 +23,14 @@ from google.genai import types as genai_types
 from agent_eval.metrics.common import format_call
 from agent_eval.metrics.vertex import Call, align
 from agent_eval.report.html_charts import HistoryPoint, bar_chart, history_chart, merge_history, metric_tallies
+from agent_eval.report.html_sections import (
+    cache_note,
+    cached_badge,
+    regression_section,
+    repeated_runs_note,
+    unscored_block,
+    unscored_chips,
+)
 from agent_eval.report.models import CaseResult, MetricResult, RunReport
 from agent_eval.schema import EvalStatus, Invocation, content_text, tool_calls_of
 
@@ -62,6 +73,9 @@ details.case>summary::-webkit-details-marker{display:none}details.case>summary .
 details.case>summary .muted{margin-left:auto}
 .case-body{padding:0 14px 14px}.muted{color:var(--muted);font-size:12.5px}
 .chip{font-size:12px;padding:1px 6px;border-radius:4px;background:var(--bad-bg);color:var(--bad)}
+.chip.na{background:var(--na-bg);color:var(--na)}.badge.cached{background:var(--extra-bg);color:var(--extra)}
+td.failed{color:var(--bad);font-weight:600}td.passed{color:var(--ok);font-weight:600}
+.unscored{background:var(--na-bg);border-radius:6px;padding:8px 10px;margin-top:10px}
 .turn{border-top:1px solid var(--line);padding-top:10px;margin-top:10px}
 .turn-head{display:flex;gap:10px;align-items:baseline;flex-wrap:wrap}
 .user{background:#eff6ff;border-radius:6px;padding:6px 10px;margin:6px 0}
@@ -111,8 +125,15 @@ def _when(moment: datetime) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- summary
+def _run_status(report: RunReport) -> EvalStatus:
+    """FAILED when a case run failed; NOT_EVALUATED when a criterion scored nothing; PASSED otherwise."""
+    if not report.all_passed():
+        return EvalStatus.FAILED
+    return EvalStatus.NOT_EVALUATED if report.unscored_criteria() else EvalStatus.PASSED
+
+
 def _header(report: RunReport) -> str:
-    status = EvalStatus.PASSED if report.all_passed() else EvalStatus.FAILED
+    status = _run_status(report)
     return (
         f"<header><h1>agent-eval report</h1>{_badge(status)}"
         f'<span class="run mono">run {_e(report.run_id)}</span></header>'
@@ -125,11 +146,17 @@ def _stats(report: RunReport) -> str:
         ("total", s.total, ""),
         ("passed", s.passed, "passed"),
         ("failed", s.failed, "failed" if s.failed else ""),
-        ("not evaluated", s.not_evaluated, ""),
+        ("not evaluated", s.not_evaluated, "not-evaluated" if s.not_evaluated else ""),
         ("pass rate", f"{s.pass_rate:.1%}", "passed" if s.failed == 0 else "failed"),
         ("agent failures", s.agent_failures, "failed" if s.agent_failures else ""),
         ("mean latency", f"{s.mean_latency_seconds:.2f} s", ""),
     ]
+    if s.pass_at_k:
+        k = max(s.pass_at_k)
+        cells.append((f"pass@{k}", f"{s.pass_at_k[k]:.3f}", ""))
+        cells.append(("flaky cases", len(s.flaky_cases), "failed" if s.flaky_cases else ""))
+    if s.cached_case_runs:
+        cells.append(("cached", s.cached_case_runs, ""))
     items = "".join(
         f'<div class="stat {kind}"><b>{_e(value)}</b><span>{name}</span></div>' for name, value, kind in cells
     )
@@ -155,7 +182,8 @@ def _meta(report: RunReport) -> str:
 
 
 def _summary_section(report: RunReport) -> str:
-    return f'<section class="card"><h2>Summary</h2>{_stats(report)}{_meta(report)}</section>'
+    notes = repeated_runs_note(report) + cache_note(report)
+    return f'<section class="card"><h2>Summary</h2>{_stats(report)}{notes}{_meta(report)}</section>'
 
 
 def _metrics_section(report: RunReport) -> str:
@@ -292,6 +320,7 @@ def _case_summary(case: CaseResult, num_runs: int) -> str:
     chips = "".join(f'<span class="chip">{_e(m.metric_name)}</span>' for m in case.metrics if m.gates)
     if case.agent_run.error:
         chips = '<span class="chip">agent error</span>' + chips
+    chips += unscored_chips(case) + cached_badge(case)
     meta = f"{case.agent_run.latency_seconds:.2f} s"
     if case.agent_run.attempts > 1:
         meta += f" · {case.agent_run.attempts} attempts"
@@ -303,8 +332,8 @@ def _case_summary(case: CaseResult, num_runs: int) -> str:
 
 
 def _case(case: CaseResult, num_runs: int) -> str:
-    opened = " open" if case.status is EvalStatus.FAILED else ""
-    error = ""
+    opened = " open" if case.status in (EvalStatus.FAILED, EvalStatus.NOT_EVALUATED) else ""
+    error = unscored_block(case)
     if case.agent_run.error:
         error = f'<div class="error"><b>agent error</b><pre>{_e(case.agent_run.error)}</pre></div>'
     return (
@@ -314,7 +343,10 @@ def _case(case: CaseResult, num_runs: int) -> str:
 
 
 def _cases_section(report: RunReport) -> str:
-    legend = "failures are open · calls: ✓ matched, ✗ missing (expected, not made), + extra (made, not expected)"
+    legend = (
+        "failures and case runs not evaluated are open · "
+        "calls: ✓ matched, ✗ missing (expected, not made), + extra (made, not expected)"
+    )
     parts = [f'<section><h2>Cases <span class="muted">{legend}</span></h2>']
     for eval_set_id in dict.fromkeys(case.eval_set_id for case in report.cases):
         if len(report.eval_set_ids) > 1:
@@ -339,6 +371,7 @@ def render_html(report: RunReport, history: Sequence[HistoryPoint] = ()) -> str:
     body = (
         _header(report)
         + _summary_section(report)
+        + regression_section(report)
         + _metrics_section(report)
         + _history_section(report, history)
         + _cases_section(report)

@@ -3,9 +3,9 @@
 Both charts are plain SVG strings (no JavaScript, no external resources); every label is escaped. Point and
 bar details are in SVG `<title>` elements, which browsers show on hover.
 
-Pass-rate rule: a metric's pass rate is passed / (passed + failed), where a metric that raised counts as
-failed (it fails its case); results that were not evaluated (the agent failed) or are informational are drawn
-as a grey segment and left out of the rate. A metric without any passed or failed result has no rate (n/a).
+Pass-rate rule: a metric's pass rate is passed / (passed + failed); results that were not evaluated (the agent
+failed, the metric raised, the judge gave nothing usable, the metric does not apply) or are informational are
+drawn as a grey segment and left out of the rate. A metric without any passed or failed result has no rate (n/a).
 """
 
 from __future__ import annotations

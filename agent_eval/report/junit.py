@@ -8,7 +8,12 @@ case runs more than once), `time` the agent's latency in seconds. Outcomes:
 - an agent error: `<error type="AgentError">`, its first line as `message`, the whole error as text;
 - a failed case: `<failure type="EvalFailure" message="criteria failed: a, b">`, each failing criterion's score,
   threshold and explanation (or the error it raised) as text;
-- a case run no metric could score (NOT_EVALUATED): `<skipped message=...>` with the metrics' explanations.
+- a case run not evaluated (nothing failed, but a criterion could not score it; `report.aggregate`): not a
+  failure but `<skipped message="not evaluated: name (reason); ...">`, each criterion that could not score it
+  with its reason (the error it raised, else its explanation), and the same per line as text.
+
+A case run whose invocations were reused from an earlier evaluation carries `<properties>` (as pytest's
+`record_property` writes them): `cached_from_run_id` and `cached_at` (ISO 8601, UTC), when recorded.
 
 Case runs that did not pass also get a `<system-out>` transcript (user text, calls and responses per turn).
 A suite's `time` is the sum of its case runs' latencies (case runs run concurrently, so it can exceed the
@@ -44,13 +49,24 @@ def _seconds(value: float) -> str:
     return f"{max(value, 0.0):.3f}"
 
 
+def _aware(moment: datetime) -> datetime:
+    """The moment in UTC (a naive time is taken as UTC)."""
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).astimezone(UTC)
+
+
 def _timestamp(moment: datetime) -> str:
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return _aware(moment).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    return _clip(text.strip().splitlines()[0] if text.strip() else "")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(line: str) -> str:
     return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 3] + "..."
 
 
@@ -74,18 +90,30 @@ def _outcome(case: CaseResult) -> ET.Element | None:
     if case.agent_run.error:
         element = ET.Element("error", message=_clean(_first_line(case.agent_run.error)), type="AgentError")
         element.text = _clean(case.agent_run.error)
-    elif case.status is EvalStatus.FAILED:
-        failing = [result for result in case.metrics if result.gates]
-        names = ", ".join(result.metric_name for result in failing) or "none reported"
-        element = ET.Element("failure", message=_clean(f"criteria failed: {names}"), type="EvalFailure")
-        element.text = _clean("\n".join(_criterion_text(result) for result in failing))
-    elif case.status is EvalStatus.NOT_EVALUATED:
-        reasons = "; ".join(
-            reason for reason in dict.fromkeys(m.explanation or m.error for m in case.metrics) if reason
-        )
-        element = ET.Element("skipped", message=_clean(_first_line(f"not evaluated: {reasons or 'no metric'}")))
-    else:
-        return None
+        return element
+    if case.status is EvalStatus.FAILED:
+        return _failure(case)
+    if case.status is EvalStatus.NOT_EVALUATED:
+        return _skipped(case)
+    return None
+
+
+def _failure(case: CaseResult) -> ET.Element:
+    """Each failing criterion in the message; those and the criteria that could not score it in the text."""
+    failing = [result for result in case.metrics if result.gates]
+    names = ", ".join(result.metric_name for result in failing) or "none reported"
+    element = ET.Element("failure", message=_clean(f"criteria failed: {names}"), type="EvalFailure")
+    shown = [result for result in case.metrics if result.gates or result.unscored]
+    element.text = _clean("\n".join(_criterion_text(result) for result in shown))
+    return element
+
+
+def _skipped(case: CaseResult) -> ET.Element:
+    """`not evaluated: name (reason); ...` for each criterion that could not score the case run."""
+    reasons = [f"{m.metric_name} ({_one_line(m.reason or 'no reason given')})" for m in case.metrics if m.unscored]
+    message = "not evaluated: " + ("; ".join(reasons) or "no criterion result")
+    element = ET.Element("skipped", message=_clean(_clip(message)))
+    element.text = _clean("\n".join(reasons)) if reasons else None
     return element
 
 
@@ -123,12 +151,33 @@ def _testcase(case: CaseResult, num_runs: int) -> ET.Element:
         name=_clean(_case_name(case, num_runs)),
         time=_seconds(case.agent_run.latency_seconds),
     )
+    cached = _cache_properties(case)
+    if cached is not None:
+        element.append(cached)
     outcome = _outcome(case)
     if outcome is not None:
         element.append(outcome)
         transcript = _transcript(case)
         if transcript:
             ET.SubElement(element, "system-out").text = _clean(transcript)
+    return element
+
+
+def _cache_properties(case: CaseResult) -> ET.Element | None:
+    """`<properties>` naming the run a reused invocation came from, and when it was made; None if not reused."""
+    origin = case.agent_run.cached_from
+    if origin is None:
+        return None
+    values = {"cached_from_run_id": origin.run_id or "unrecorded"}
+    if origin.invoked_at is not None:
+        values["cached_at"] = _aware(origin.invoked_at).isoformat()
+    return _property_list(values)
+
+
+def _property_list(values: dict[str, str]) -> ET.Element:
+    element = ET.Element("properties")
+    for name, value in values.items():
+        ET.SubElement(element, "property", name=name, value=_clean(value))
     return element
 
 
@@ -149,10 +198,7 @@ def _properties(report: RunReport) -> ET.Element:
     }
     if report.flow_run_id:
         values["flow_run_id"] = report.flow_run_id
-    element = ET.Element("properties")
-    for name, value in values.items():
-        ET.SubElement(element, "property", name=name, value=_clean(value))
-    return element
+    return _property_list(values)
 
 
 def _testsuite(report: RunReport, eval_set_id: str) -> ET.Element:

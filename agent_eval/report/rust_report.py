@@ -6,7 +6,8 @@ Mapping from our report:
   serializes a `std::time::Duration`; a float is what every other reader expects).
 - one `results` entry per case run (`eval_id`; with `num_runs > 1` an id appears once per run):
   `passed` = no failures; `scores` = every metric score of the case run (unscored metrics left out);
-  `duration` = the agent's latency in seconds; `failures` = one per metric that failed or raised:
+  `duration` = the agent's latency in seconds; `failures` = one per metric that failed or could not score
+  the case run (it applies but the judge gave nothing usable, it raised, ...; ADK-Rust has no "not evaluated"):
   `{criterion, expected, actual, score, threshold, details}`, where for a trajectory criterion (a name with
   `trajectory` or `tool` in it) `expected` / `actual` are the expected / actual tool calls of all turns
   rendered as `name(arg=value, ...)`, and for any other criterion the expected / actual final-response
@@ -16,7 +17,8 @@ Mapping from our report:
   actual: <error>, score: 0.0, threshold: 1.0}`, as ADK-Rust records an execution error.
 - `turn_results`: per turn `{invocation_id, actual_response, expected_response, actual_tool_calls,
   expected_tool_calls, scores}`, tool calls as ADK-Rust's `{name, args}`, scores from the metrics'
-  per-invocation scores.
+  per-invocation scores. `invocation_id` is the turn's own id from the test file (the expected invocation's),
+  else the actual invocation's (a turn the file does not have, or a case without an expected conversation).
 - `summary`: `{total, passed, failed, pass_rate, avg_scores}`, averages over the results that have a score.
 """
 
@@ -69,8 +71,10 @@ def _failure(result: MetricResult, case: CaseResult) -> dict[str, Any]:
 
 
 def _failures(case: CaseResult) -> list[dict[str, Any]]:
-    failures = [_failure(result, case) for result in case.metrics if result.gates]
-    if case.agent_run.error is not None:
+    agent_failed = case.agent_run.error is not None
+    failing = [result for result in case.metrics if result.gates or (result.unscored and not agent_failed)]
+    failures = [_failure(result, case) for result in failing]
+    if agent_failed:
         execution = {"criterion": EXECUTION_CRITERION, "expected": None, "actual": case.agent_run.error}
         failures.insert(0, {**execution, "score": 0.0, "threshold": 1.0, "details": "the agent failed"})
     return failures
@@ -102,7 +106,7 @@ def _turn_results(case: CaseResult) -> list[dict[str, Any]]:
     for index in range(max(len(actual), len(expected))):
         done = actual[index] if index < len(actual) else None
         wanted = expected[index] if index < len(expected) else None
-        turn = done or wanted
+        turn = wanted or done
         turns.append(
             {
                 "invocation_id": turn.invocation_id if turn is not None else "",

@@ -3,7 +3,9 @@
 Plain functions, vectorised with numpy where it matters. The rules they follow:
 
 - `runs_by_case` groups a report's case results by `(eval_set_id, eval_id)`; `case_scores` gives each case's
-  score per metric as the mean over its runs with a finite score (None when no run has one);
+  score per metric as the mean over its runs with a finite score (None when no run has one), cases in sorted
+  `(eval_set_id, eval_id)` order whatever the order the case runs finished in, so that the bootstrap pairs
+  (and so the interval and the verdict) of two given runs never change from one comparison to the next;
   `informational_metrics` are those with an INFORMATIONAL result and no PASSED or FAILED one.
 - `paired_bootstrap_interval`: draws `resamples` resamples of the paired differences, each of `n` cases drawn
   with replacement by `numpy.random.default_rng(seed).integers(0, n, size=n)` (row after row, so a loop drawing
@@ -11,6 +13,8 @@ Plain functions, vectorised with numpy where it matters. The rules they follow:
   `(1 + confidence) / 2` quantiles of the resampled means (numpy's default linear interpolation). One difference
   gives the degenerate interval `[d, d]`; identical differences give `[d, d]` too (every resample mean is `d`).
   Resamples are drawn in blocks of about 2**20 indices, so memory stays bounded for large eval sets.
+  The seed is a constant, `BOOTSTRAP_SEED` (0, `compare_runs`' default, which the flow uses): with the pairs in
+  a fixed order, the same two runs always give the same interval, on a tiny sample too.
 - `paired_difference`: the means of the paired scores on each side, the mean difference (current − baseline)
   and its bootstrap interval.
 - `pass_at_k`: the unbiased estimator of Chen et al. (2021), `1 - C(n - c, k) / C(n, k)` for `n` runs of which
@@ -34,6 +38,7 @@ from agent_eval.report.models import CaseResult
 from agent_eval.schema import EvalStatus
 
 __all__ = [
+    "BOOTSTRAP_SEED",
     "CaseKey",
     "CaseRuns",
     "PairedDifference",
@@ -55,6 +60,9 @@ CaseKey: TypeAlias = tuple[str, str]
 CaseRuns: TypeAlias = Mapping[CaseKey, list[CaseResult]]
 """A report's case results grouped by case, one per run."""
 
+BOOTSTRAP_SEED = 0
+"""The seed of every regression verdict's bootstrap: a constant, so a comparison can be repeated exactly."""
+
 _BLOCK_INDICES = 2**20
 
 
@@ -67,9 +75,10 @@ def runs_by_case(cases: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]
 
 
 def case_scores(runs: CaseRuns, keys: Iterable[CaseKey]) -> dict[str, dict[CaseKey, float | None]]:
-    """Per metric, per case of `keys`: the mean score over the case's runs with a finite score (None if none)."""
+    """Per metric, per case of `keys` (in sorted order): the mean score over the case's runs with a finite score
+    (None if none)."""
     scores: defaultdict[str, dict[CaseKey, list[float]]] = defaultdict(dict)
-    for key in keys:
+    for key in sorted(keys):
         for case in runs[key]:
             for result in case.metrics:
                 scored = scores[result.metric_name].setdefault(key, [])
@@ -123,7 +132,7 @@ def paired_bootstrap_interval(
     *,
     confidence: float = 0.95,
     resamples: int = 2000,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
     """The percentile bootstrap interval of the mean of paired differences (cases resampled with replacement).
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_eval.report import build_report
 from agent_eval.report.models import InvocationScore, MetricResult, RunReport
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, Invocation
+from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalConfig, EvalStatus, Invocation
 
 TRAJECTORY = "tool_trajectory_avg_score"
 RESPONSE = "response_match_score"
@@ -152,6 +152,54 @@ def repeated_report(num_runs: int = 2) -> RunReport:
         runs=runs,
         metric_results=results,
         config=CONFIG,
+        eval_set_ids=["home"],
+        agent_reference="pkg.bot:agent",
+        agent_fingerprint="abc123",
+        num_runs=num_runs,
+        started_at=STARTED,
+        completed_at=COMPLETED,
+    )
+
+
+# ------------------------------------------------------------------------- small reports from statuses alone
+def result(
+    name: str,
+    status: EvalStatus,
+    *,
+    eval_id: str = "a",
+    run_index: int = 0,
+    explanation: str | None = None,
+    error: str | None = None,
+) -> MetricResult:
+    """A metric result with a score that matches its status (1.0 passed, 0.0 failed, 3.0 informational)."""
+    score = {EvalStatus.PASSED: 1.0, EvalStatus.FAILED: 0.0, EvalStatus.INFORMATIONAL: 3.0}.get(status)
+    return MetricResult(
+        metric_name=name,
+        eval_set_id="home",
+        eval_id=eval_id,
+        run_index=run_index,
+        score=score,
+        status=status,
+        threshold=None if status is EvalStatus.INFORMATIONAL else 0.5,
+        explanation=explanation,
+        error=error,
+    )
+
+
+def agent_run(
+    eval_id: str = "a", run_index: int = 0, error: str | None = None, cached_from: CacheOrigin | None = None
+) -> AgentRun:
+    """A case run of eval set `home` without invocations."""
+    return AgentRun(eval_set_id="home", eval_id=eval_id, run_index=run_index, error=error, cached_from=cached_from)
+
+
+def run_report(runs: list[AgentRun], results: list[MetricResult], num_runs: int = 1) -> RunReport:
+    """Run `r` of eval set `home`: these case runs (one single-turn case each) with these metric results."""
+    return build_report(
+        run_id="r",
+        runs=[(EvalCase(eval_id=run.eval_id, conversation=[turn("hi", "hello", [])]), run) for run in runs],
+        metric_results=results,
+        config=EvalConfig(),
         eval_set_ids=["home"],
         agent_reference="pkg.bot:agent",
         agent_fingerprint="abc123",

@@ -138,6 +138,10 @@ def test_ids_names_and_timestamps_follow_adk() -> None:
         ("pkg.bot:agent", "bot"),
         ("my agents/shop", "shop"),
         ("weird name.py:x", "weird_name"),
+        ("adk-api+http://127.0.0.1:8000/home_app", "home_app"),
+        ("adk-api+https://agents.example.com/prefix/shop-bot/", "shop-bot"),
+        ("http://127.0.0.1:9000/chat", "chat"),
+        ("https://bot.example.com", "bot_example_com"),
     ],
 )
 def test_app_name_is_the_agent_folder(reference: str, app: str) -> None:
@@ -152,7 +156,7 @@ def test_case_results_carry_statuses_metrics_and_invocations() -> None:
         "lowercase": 2,
         "boom": 2,
         "fine": 1,
-        "broken_metric": 2,
+        "broken_metric": 3,  # a criterion that raised leaves its case not evaluated, not failed
     }
     two = cases["two_turns"]
     trajectory, response = two["overall_eval_metric_results"]
@@ -241,3 +245,12 @@ def test_write_eval_set_results_names_files_as_adk(tmp_path: Path) -> None:
 
     assert [p.name for p in paths] == [f"home_automation_home_{COMPLETED.timestamp()}.evalset_result.json"]
     assert json.loads(paths[0].read_text(encoding="utf-8")) == eval_set_results(sample_report())[0]
+
+
+def test_result_files_of_an_adk_api_server_run_are_named_after_the_app(tmp_path: Path) -> None:
+    report = sample_report().model_copy(update={"agent_reference": "adk-api+http://127.0.0.1:8000/home_app"})
+
+    paths = write_eval_set_results(report, tmp_path)
+
+    assert [p.name for p in paths] == [f"home_app_home_{COMPLETED.timestamp()}.evalset_result.json"]
+    assert eval_set_results(report)[0]["eval_set_result_id"] == f"home_app_home_{COMPLETED.timestamp()}"

@@ -15,8 +15,9 @@ from tests.report.builders import TRAJECTORY, repeated_report, sample_report
 def test_failures_and_all_passed() -> None:
     report = sample_report()
 
-    assert [case.eval_id for case in report.failures()] == ["two_turns", "lowercase", "boom", "broken_metric"]
-    assert report.failed_cases() == report.failures()
+    assert [case.eval_id for case in report.failures()] == ["two_turns", "lowercase", "boom"]
+    assert [case.eval_id for case in report.not_evaluated_cases()] == ["broken_metric"]  # its metric raised
+    assert report.failed_cases() == [*report.failures(), *report.not_evaluated_cases()]
     assert report.all_passed() is False
     assert repeated_report().all_passed() is True
     assert repeated_report().failures() == []

@@ -19,7 +19,7 @@ from agent_eval.report import build_report
 from agent_eval.report.html import HistoryPoint, render_html, write_html
 from agent_eval.report.html_charts import metric_tallies
 from agent_eval.report.models import RunReport
-from agent_eval.schema import AgentRun, EvalCase, EvalStatus
+from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalStatus
 from tests.report.builders import (
     BROKEN,
     CONFIG,
@@ -31,8 +31,11 @@ from tests.report.builders import (
     STARTED,
     TRAJECTORY,
     Call,
+    agent_run,
     metric,
     repeated_report,
+    result,
+    run_report,
     sample_report,
     turn,
 )
@@ -119,8 +122,9 @@ def test_summary_shows_totals_and_run_metadata() -> None:
         "run run-1",
         "<b>5</b><span>total</span>",
         "<b>1</b><span>passed</span>",
-        "<b>4</b><span>failed</span>",
-        "<b>20.0%</b><span>pass rate</span>",
+        "<b>3</b><span>failed</span>",
+        "<b>1</b><span>not evaluated</span>",
+        "<b>25.0%</b><span>pass rate</span>",  # 1 of the 4 evaluated case runs
         "<dt>agent</dt><dd>examples/home_automation/agent.py:root_agent</dd>",
         f"<dt>config hash</dt><dd>{sample_report().config_hash}</dd>",
         "<dt>eval sets</dt><dd>home</dd>",
@@ -130,14 +134,14 @@ def test_summary_shows_totals_and_run_metadata() -> None:
         assert text in page
 
 
-def test_metric_pass_rates_count_raised_metrics_as_failed_and_skip_the_unscored() -> None:
+def test_metric_pass_rates_leave_out_raised_and_unscored_metrics() -> None:
     tallies = {tally.name: tally for tally in metric_tallies(sample_report())}
 
     assert (tallies[TRAJECTORY].passed, tallies[TRAJECTORY].failed, tallies[TRAJECTORY].other) == (3, 1, 1)
-    assert (tallies[RESPONSE].passed, tallies[RESPONSE].failed, tallies[RESPONSE].other) == (2, 2, 1)
+    assert (tallies[RESPONSE].passed, tallies[RESPONSE].failed, tallies[RESPONSE].other) == (2, 1, 2)
     page = render_html(sample_report())
     assert "75% (3/4) · mean 0.750" in page
-    assert "50% (2/4) · mean 0.800" in page
+    assert "67% (2/3) · mean 0.800" in page
 
 
 # ------------------------------------------------------------------------------------------------------ cases
@@ -160,10 +164,10 @@ def test_duplicate_calls_count_once_each() -> None:
     assert [mark for mark, _ in more] == ["matched", "matched", "extra"]
 
 
-def test_failed_cases_are_open_and_passed_ones_closed() -> None:
+def test_failed_and_not_evaluated_cases_are_open_and_passed_ones_closed() -> None:
     opened = re.findall(r'<details class="case ([\w-]+)"( open)?>', render_html(sample_report()))
 
-    assert opened == [("failed", " open")] * 3 + [("passed", ""), ("failed", " open")]
+    assert opened == [("failed", " open")] * 3 + [("passed", ""), ("not-evaluated", " open")]
 
 
 def test_each_turn_shows_user_text_and_both_responses() -> None:
@@ -207,6 +211,130 @@ def test_a_case_without_expected_conversation_shows_the_actual_calls_unmarked() 
     assert [mark for mark, _ in marked_calls(page)] == ["plain", "plain"]
 
 
+def test_a_case_a_criterion_could_not_score_has_the_not_evaluated_badge_and_the_reason() -> None:
+    page = render_html(sample_report())
+
+    broken = page[page.index('<details class="case not-evaluated" open>') :]
+    broken = broken[: broken.index("</details>")]
+    assert '<summary class="not-evaluated"><span class="badge not-evaluated">not evaluated</span>' in broken
+    assert f'<span class="chip na" title="not evaluated: {BROKEN}">{RESPONSE}</span>' in broken
+    assert f'<div class="unscored"><b>not evaluated</b><ul><li><b>{RESPONSE}</b>: {BROKEN}</li></ul></div>' in broken
+    assert '<span class="chip">' not in broken  # nothing failed
+    assert '<span class="badge failed">failed</span><span class="run mono">run run-1</span>' in page
+
+
+def test_a_run_whose_criterion_scored_nothing_is_marked_not_evaluated() -> None:
+    report = run_report(
+        [agent_run("a")], [result(TRAJECTORY, EvalStatus.PASSED), result(RESPONSE, EvalStatus.NOT_EVALUATED)]
+    )
+
+    page = render_html(report)
+
+    assert '<h1>agent-eval report</h1><span class="badge not-evaluated">not evaluated</span>' in page
+    assert '<div class="stat not-evaluated"><b>1</b><span>not evaluated</span></div>' in page
+    assert f'<span class="chip na" title="not evaluated: no reason given">{RESPONSE}</span>' in page
+
+
+def test_repeated_runs_show_pass_at_k_and_the_flaky_cases() -> None:
+    runs = [agent_run("a", i) for i in range(2)] + [agent_run("b", i) for i in range(2)]
+    statuses = [EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.PASSED, EvalStatus.PASSED]
+    results = [
+        result("m", status, eval_id=run.eval_id, run_index=run.run_index)
+        for run, status in zip(runs, statuses, strict=True)
+    ]
+
+    page = render_html(run_report(runs, results, num_runs=2))
+
+    assert '<div class="stat "><b>1.000</b><span>pass@2</span></div>' in page
+    assert '<div class="stat failed"><b>1</b><span>flaky cases</span></div>' in page
+    assert '<p class="repeated">pass@1 0.750 · pass@2 1.000 · flaky: 1 of 2 cases (home/a)</p>' in page
+    assert "pass@" not in render_html(sample_report())
+
+
+def test_reused_invocations_are_marked_with_their_run() -> None:
+    origin = CacheOrigin(run_id="ab12cd34", invoked_at=datetime(2026, 12, 2, 21, 14, 37, tzinfo=UTC))
+    runs = [agent_run("a", cached_from=origin), agent_run("b")]
+
+    page = render_html(run_report(runs, [result("m", EvalStatus.PASSED, eval_id=run.eval_id) for run in runs]))
+
+    assert (
+        '<p class="cache-note"><span class="badge cached">cached</span> '
+        "1 of 2 invocations reused from run ab12cd34 (2026-12-02 21:14 UTC)</p>"
+    ) in page
+    assert (
+        page.count('<span class="badge cached" title="reused from run ab12cd34 invoked 2026-12-02 21:14:37 UTC">') == 1
+    )
+    assert '<div class="stat "><b>1</b><span>cached</span></div>' in page
+    assert "cache-note" not in render_html(sample_report())
+
+
+# ----------------------------------------------------------------------------------------------- regression
+REGRESSION = {
+    "regressed": True,
+    "baseline_run_id": "old-run",
+    "current_run_id": "run-1",
+    "confidence": 0.95,
+    "metrics": [
+        {
+            "metric_name": RESPONSE,
+            "paired_cases": 4,
+            "baseline_mean": 0.9,
+            "current_mean": 0.5,
+            "difference": -0.4,
+            "ci_low": -0.6,
+            "ci_high": -0.2,
+            "tolerance": 0.05,
+            "informational": False,
+            "regressed": True,
+            "improved": False,
+            "note": None,
+        }
+    ],
+    "flipped_to_failing": ["home/two_turns"],
+    "hard_regressions": ["home/two_turns"],
+    "flaky": [],
+    "added": [],
+    "removed": ["home/gone"],
+    "notes": ["runs per case differ"],
+    "summary": "...",
+}
+
+
+def test_the_regression_check_has_its_own_section() -> None:
+    page = render_html(sample_report().model_copy(update={"regression": REGRESSION}))
+
+    section = page[page.index('<section class="card regression">') :]
+    section = section[: section.index("</section>")]
+    assert '<h2>Regression check <span class="badge failed">regressed</span></h2>' in section
+    assert (
+        '<p>against baseline run <span class="mono">old-run</span> · test: paired bootstrap of each '
+        "metric&#x27;s mean difference, 95% CI, tolerance 0.05</p>"
+    ) in section
+    assert (
+        f"<tr><td class='mono'>{RESPONSE}</td><td class='num'>0.900</td><td class='num'>0.500</td>"
+        "<td class='num'>-0.400</td><td class='num'>[-0.600, -0.200]</td><td class='num'>0.050</td>"
+        "<td class='failed'>regressed</td></tr>"
+    ) in section
+    assert "<li>hard regressions: home/two_turns</li><li>flipped to failing: home/two_turns</li>" in section
+    assert "<li>removed: home/gone</li>" in section
+    assert '<p class="muted">runs per case differ</p>' in section
+    pinned = render_html(sample_report().model_copy(update={"regression": {**REGRESSION, "baseline_reason": "pinned"}}))
+    assert '<span class="mono">old-run</span> (pinned) · test:' in pinned
+    assert page.index("<h2>Summary</h2>") < page.index("Regression check") < page.index("Pass rate per metric")
+
+
+def test_no_comparable_baseline_says_why_and_no_comparison_says_nothing() -> None:
+    no_baseline = {"regressed": False, "baseline_run_id": None, "summary": "no comparable baseline: other criteria"}
+
+    page = render_html(sample_report().model_copy(update={"regression": no_baseline}))
+
+    assert (
+        '<section class="card regression"><h2>Regression check <span class="badge not-evaluated">no comparable '
+        "baseline</span></h2><p>no comparable baseline: other criteria</p></section>"
+    ) in page
+    assert "Regression check" not in render_html(sample_report())
+
+
 # ---------------------------------------------------------------------------------------------------- history
 def test_history_draws_one_line_per_series_with_the_current_run_last() -> None:
     page = render_html(sample_report(), history())
@@ -215,8 +343,8 @@ def test_history_draws_one_line_per_series_with_the_current_run_last() -> None:
     assert len(lines) == 3  # pass rate, then each metric
     assert all(len(line) == 4 for line in lines)
     assert all(line == sorted(line, key=lambda point: point[0]) for line in lines)
-    pass_rate_y = [y for _, y in lines[0]]  # pass rates 0.2, 0.4, 0.6, then the current run's 0.2
-    assert pass_rate_y[0] > pass_rate_y[1] > pass_rate_y[2] and pass_rate_y[3] == pass_rate_y[0]
+    pass_rate_y = [y for _, y in lines[0]]  # pass rates 0.2, 0.4, 0.6, then the current run's 0.25
+    assert pass_rate_y[0] > pass_rate_y[3] > pass_rate_y[1] > pass_rate_y[2]
     assert page.index("2026-11-28") < page.index("2026-11-30") < page.rindex("2026-12-02")
     assert "tool_trajectory_avg_score = 0.750 · run run-1 · 2026-12-02 12:00 UTC" in page
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import xmlschema
 
 from agent_eval.report.junit import junit_xml, write_junit
 from agent_eval.report.models import RunReport
-from agent_eval.schema import EvalStatus
+from agent_eval.schema import CacheOrigin, EvalStatus
 from tests.report.builders import BROKEN, LOWERCASE_WHY, RESPONSE, TRAJECTORY, metric, repeated_report, sample_report
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
@@ -47,7 +48,7 @@ def test_one_testsuite_per_eval_set_with_counts_time_and_timestamp() -> None:
 
     assert root.tag == "testsuites"
     (suite,) = root.findall("testsuite")
-    expected = {"tests": "5", "failures": "3", "errors": "1", "skipped": "0"}
+    expected = {"tests": "5", "failures": "2", "errors": "1", "skipped": "1"}  # broken_metric: not evaluated
     assert {key: suite.get(key) for key in expected} == expected
     assert {key: root.get(key) for key in expected} == expected
     assert suite.get("name") == "home"
@@ -83,10 +84,7 @@ def test_a_failed_case_lists_each_failing_criterion() -> None:
     lowercase = cases["lowercase"].find("failure")
     assert lowercase is not None
     assert lowercase.text == f"{TRAJECTORY}: score 0.000, threshold 1, FAILED\n  {LOWERCASE_WHY}"
-    raised = cases["broken_metric"].find("failure")
-    assert raised is not None
-    assert raised.get("message") == f"criteria failed: {RESPONSE}"
-    assert f"error: {BROKEN}" in (raised.text or "")
+    assert cases["broken_metric"].find("failure") is None  # a metric that raised scored nothing: skipped
 
 
 def test_an_agent_error_is_an_error_with_a_transcript() -> None:
@@ -110,8 +108,34 @@ def test_a_not_evaluated_case_is_skipped() -> None:
 
     skipped = cases_by_name(root)["fine"].find("skipped")
     assert skipped is not None
-    assert skipped.get("message") == "not evaluated: no expected invocations"
+    assert skipped.get("message") == f"not evaluated: {TRAJECTORY} (no expected invocations)"
     assert (root.get("skipped"), root.get("failures"), root.get("errors")) == ("1", "0", "0")
+
+
+def test_a_case_a_criterion_could_not_score_is_skipped_with_the_reason_not_failed() -> None:
+    cases = cases_by_name(parse(sample_report()))
+
+    broken = cases["broken_metric"]
+    skipped = broken.find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == f"not evaluated: {RESPONSE} ({BROKEN})"
+    assert skipped.text == f"{RESPONSE} ({BROKEN})"
+    assert (broken.find("failure"), broken.find("error")) == (None, None)
+
+
+def test_a_case_with_a_reused_invocation_carries_where_it_came_from() -> None:
+    report = sample_report()
+    origin = CacheOrigin(run_id="ab12cd34", invoked_at=datetime(2026, 12, 2, 21, 14, 5, tzinfo=UTC))
+    fine = report.cases[3]
+    cached = fine.model_copy(update={"agent_run": fine.agent_run.model_copy(update={"cached_from": origin})})
+    root = parse(report.model_copy(update={"cases": [*report.cases[:3], cached, report.cases[4]]}))
+
+    cases = cases_by_name(root)
+    assert {p.get("name"): p.get("value") for p in cases["fine"].iter("property")} == {
+        "cached_from_run_id": "ab12cd34",
+        "cached_at": "2026-12-02T21:14:05+00:00",
+    }
+    assert cases["lowercase"].find("properties") is None
 
 
 def test_every_eval_set_gets_a_testsuite() -> None:

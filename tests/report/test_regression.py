@@ -6,6 +6,7 @@ test (the bootstrap interval is checked against a slow loop over the same random
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -16,7 +17,13 @@ import pytest
 from agent_eval.report.aggregate import summarize
 from agent_eval.report.models import CaseResult, MetricResult, RunReport
 from agent_eval.report.regression import CaseRef, compare_runs
-from agent_eval.report.stats import paired_bootstrap_interval, paired_difference, pass_at_k, pass_at_ks
+from agent_eval.report.stats import (
+    BOOTSTRAP_SEED,
+    paired_bootstrap_interval,
+    paired_difference,
+    pass_at_k,
+    pass_at_ks,
+)
 from agent_eval.schema import AgentRun, EvalStatus
 from tests.report.builders import COMPLETED, RESPONSE, STARTED, TRAJECTORY
 
@@ -176,6 +183,27 @@ def test_the_same_seed_gives_the_same_report() -> None:
     assert compare_runs(baseline, current, seed=3) == first
     other = compare_runs(baseline, current, seed=4).metrics[0]
     assert (other.ci_low, other.ci_high) != (first.metrics[0].ci_low, first.metrics[0].ci_high)
+
+
+def test_a_tiny_samples_verdict_does_not_depend_on_the_order_the_case_runs_finished_in() -> None:
+    # Differences 0.26, -0.22, -0.24, -0.70, -0.49. Paired in report order, the interval's upper bound went from
+    # -0.027 (regressed) to +0.060 (not) over the orders of the five case runs: the verdict flipped.
+    before, after = [0.7, 0.9, 0.9, 0.9, 0.9], [0.96, 0.68, 0.66, 0.2, 0.41]
+    baseline, current = scored("base", before), scored("new", after)
+    expected = loop_interval([c - b for b, c in zip(before, after, strict=True)], 0.95, 2000, 0)
+
+    outcomes = {
+        (metric.ci_low, metric.ci_high, metric.regressed)
+        for order in itertools.permutations(current.cases)
+        for metric in compare_runs(baseline, report("new", list(order))).metrics
+    }
+    again = compare_runs(baseline, current).metrics[0]
+
+    assert len(outcomes) == 1
+    ((low, high, regressed),) = outcomes
+    assert (again.ci_low, again.ci_high, again.regressed) == (low, high, regressed)
+    assert (low, high) == pytest.approx(expected, abs=1e-12)
+    assert compare_runs(baseline, current).seed == BOOTSTRAP_SEED == 0
 
 
 def test_per_metric_tolerances() -> None:

@@ -8,7 +8,18 @@ import pytest
 
 from agent_eval.report import rust_report
 from agent_eval.report.rust_report import is_trajectory_criterion
-from tests.report.builders import BROKEN, LOWERCASE_WHY, RESPONSE, TRAJECTORY, repeated_report, sample_report
+from agent_eval.schema import EvalStatus
+from tests.report.builders import (
+    BROKEN,
+    LOWERCASE_WHY,
+    RESPONSE,
+    TRAJECTORY,
+    agent_run,
+    repeated_report,
+    result,
+    run_report,
+    sample_report,
+)
 
 
 def _results() -> dict[str, dict[str, Any]]:
@@ -132,3 +143,35 @@ def test_repeated_runs_appear_once_per_run() -> None:
 )
 def test_which_criteria_compare_tool_calls(name: str, trajectory: bool) -> None:
     assert is_trajectory_criterion(name) is trajectory
+
+
+def test_turn_results_keep_the_test_files_invocation_ids() -> None:
+    report = sample_report()
+    two_turns = report.cases[0]
+    renamed = [
+        invocation.model_copy(update={"invocation_id": f"turn-{index + 1}"})
+        for index, invocation in enumerate(two_turns.agent_run.invocations)
+    ]
+    agent_run = two_turns.agent_run.model_copy(update={"invocations": renamed})
+    case = two_turns.model_copy(update={"agent_run": agent_run})
+    results = rust_report(report.model_copy(update={"cases": [case]}))["results"]
+
+    assert [turn["invocation_id"] for turn in results[0]["turn_results"]] == ["t1", "t2"]
+    scenario = case.model_copy(update={"expected_invocations": None})
+    results = rust_report(report.model_copy(update={"cases": [scenario]}))["results"]
+    assert [turn["invocation_id"] for turn in results[0]["turn_results"]] == ["turn-1", "turn-2"]
+
+
+def test_a_criterion_the_judge_could_not_score_is_a_failure_in_adk_rusts_terms() -> None:
+    unscored = "not evaluated: all 3 judge sample(s) unusable"
+    report = run_report(
+        [agent_run("a")],
+        [result(TRAJECTORY, EvalStatus.PASSED), result(RESPONSE, EvalStatus.NOT_EVALUATED, explanation=unscored)],
+    )
+
+    (case,) = rust_report(report)["results"]
+
+    assert case["passed"] is False
+    assert [(f["criterion"], f["score"], f["threshold"], f["details"]) for f in case["failures"]] == [
+        (RESPONSE, 0.0, 0.5, unscored)
+    ]
