@@ -33,10 +33,12 @@ __all__ = [
     "ALERT_WEBHOOK_ENV",
     "DEFAULT_BLOCK_NAME",
     "DEFAULT_WEBHOOK_REFERENCE",
+    "OUTAGE_EVENT",
     "REGRESSION_EVENT",
     "AlertSetup",
     "alert_payload",
     "emit_regression_event",
+    "outage_payload",
     "post_webhook",
     "resolve_automations",
     "setup_alerts",
@@ -45,6 +47,8 @@ __all__ = [
 ]
 
 REGRESSION_EVENT = "agent-eval.regression"
+OUTAGE_EVENT = "agent-eval.outage"
+"""Emitted (and POSTed to the webhook) when a run could not reach its agent: "could not evaluate"."""
 ALERT_WEBHOOK_ENV = "AGENT_EVAL_ALERT_WEBHOOK"
 DEFAULT_WEBHOOK_REFERENCE = ENV_PREFIX + ALERT_WEBHOOK_ENV
 """What is recorded as the webhook when the config names none."""
@@ -77,11 +81,24 @@ def alert_payload(comparison: RegressionReport, eval_set_ids: list[str], run_url
     return payload
 
 
-def emit_regression_event(payload: dict[str, Any]) -> str | None:
-    """Emit `agent-eval.regression` for the run's first eval set.
+def outage_payload(run_id: str, eval_set_ids: list[str], error: str, run_url: str | None) -> dict[str, Any]:
+    """The alert of an errored run: a Slack-compatible `text`, the cause in `summary`."""
+    return {
+        "text": f"agent-eval {', '.join(eval_set_ids)}: {error}",
+        "summary": error,
+        "status": "errored",
+        "current_run_id": run_id,
+        "eval_set_ids": eval_set_ids,
+        "run_url": run_url,
+    }
+
+
+def emit_regression_event(payload: dict[str, Any], event_name: str = REGRESSION_EVENT) -> str | None:
+    """Emit `agent-eval.regression` (or `event_name`, e.g. `OUTAGE_EVENT`) for the run's first eval set.
 
     Args:
-        payload: the event's payload, as `alert_payload` makes it.
+        payload: the event's payload, as `alert_payload` (or `outage_payload`) makes it.
+        event_name: the event to emit.
 
     Returns:
         The event's id, or None when Prefect did not send it (e.g. events are disabled).
@@ -90,7 +107,7 @@ def emit_regression_event(payload: dict[str, Any]) -> str | None:
 
     eval_set_id = (payload.get("eval_set_ids") or ["unknown"])[0]
     event = emit_event(
-        event=REGRESSION_EVENT,
+        event=event_name,
         resource={"prefect.resource.id": f"agent-eval.{eval_set_id}", "prefect.resource.name": eval_set_id},
         payload=payload,
     )

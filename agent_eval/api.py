@@ -9,11 +9,13 @@ from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
 from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, EvalRequest, prepare
 from agent_eval.report.models import RunReport
 from agent_eval.schema import EvalConfig
 from agent_eval.settings import home_dir
+from agent_eval.store import check_store
 from agent_eval.stored_plans import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
 
 __all__ = ["evaluate", "rerun", "rescore"]
@@ -29,6 +31,7 @@ def evaluate(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
     refresh_cache: bool = False,
+    reuse_max_age_hours: float | None = None,
     turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
     tags: Sequence[str] = (),
     baseline_run_id: str | None = None,
@@ -48,6 +51,8 @@ def evaluate(
         max_concurrency: agent invocations at once.
         db_url: store URL; default `$AGENT_EVAL_DB_URL` or the SQLite file.
         refresh_cache: invoke the agent even where a cached run exists.
+        reuse_max_age_hours: reuse the agent's answers from earlier evaluations no older than this; default
+            None: every evaluation invokes the agent (retries and resumes of this one still reuse its answers).
         turn_timeout_seconds: seconds one agent turn may take before it is interrupted (and retried).
         tags: labels stored with the run.
         baseline_run_id: compare with this run (default: the latest comparable completed run).
@@ -56,8 +61,10 @@ def evaluate(
         The run report (also persisted in the store).
 
     Raises:
-        EvalInputError: bad input, found before anything runs.
+        EvalInputError: bad input (files, config, agent reference, store URL), found before anything runs.
+        InfrastructureError: the store or the agent's server cannot be reached; nothing is run or stored.
     """
+    check_store(db_url)
     request = EvalRequest(
         paths=_paths(dataset_or_paths),
         format=format,
@@ -67,11 +74,13 @@ def evaluate(
         max_concurrency=max_concurrency,
         db_url=db_url,
         refresh_cache=refresh_cache,
+        reuse_max_age_hours=reuse_max_age_hours,
         turn_timeout_seconds=turn_timeout_seconds,
         tags=list(tags),
         baseline_run_id=baseline_run_id,
     )
-    prepare(request)  # bad input fails here, before Prefect starts
+    plan = prepare(request)  # bad input fails here, before Prefect starts
+    _run_flow(preflight_agent(plan.agent))  # so does a wrong app name or an agent server that is down
     from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs
 
     return _report_of(_run_flow(agent_eval_flow(request, return_state=True)))
@@ -85,16 +94,18 @@ def rerun(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
 ) -> RunReport:
-    """Evaluate a stored run's cases again (all, or only the failed / errored ones) with the same agent and
-    config, through the `agent-eval-rerun` flow; cached invocations are reused unless `refresh`.
+    """Evaluate a stored run's cases again (all, or with `only_failed` those without a passing result: failed,
+    not evaluated, or never run) with the same agent and config, through the `agent-eval-rerun` flow; the
+    answers that run got (its own or those it reused) come from the cache unless `refresh`.
 
     Raises:
         EvalInputError: no such run, or nothing to run again.
     """
+    check_store(db_url)
     request = RerunRequest(
         run_id=run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url
     )
-    plan_rerun(request)
+    _run_flow(preflight_agent(plan_rerun(request).agent))
     from agent_eval.flows import rerun_flow
 
     return _report_of(_run_flow(rerun_flow(request, return_state=True)))
@@ -109,6 +120,7 @@ def rescore(
     Raises:
         EvalInputError: no such run, or a bad config.
     """
+    check_store(db_url)
     request = RescoreRequest(run_id=run_id, config=_config(config), db_url=db_url)
     plan_rescore(request)
     from agent_eval.flows import rescore_flow

@@ -4,34 +4,44 @@ Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `r
 invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
 failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`.
 
-Exit codes: `run`, `rerun`, `rescore`: 0 every case passed, 1 some case failed, 3 a regression against the
-baseline run; every command: 2 bad input, an unknown run id or a store that cannot be opened (one line on
-stderr, nothing run); `history`, `show`, `compare`, `report` exit 0 otherwise.
+Exit codes (one table for every command, `agent_eval.errors`): 0 every case passed (or the command did what
+it was asked), 1 a case failed or a criterion scored no case run, 2 usage / input / config error (a bad file,
+option, agent reference, store URL or run id: one line, nothing run or written), 3 a regression against the
+baseline run, 4 infrastructure: the store, the agent's server or the judge could not be reached (an outage
+run is stored `errored`), 130 stopped by SIGINT / SIGTERM (the run is stored `cancelled`).
 
-Prefect's console output is kept to warnings unless `--verbose`; with no `PREFECT_API_URL` the flow runs on
-Prefect's temporary local server, whose own shutdown chatter is silenced (set the variables yourself to
-override any of these defaults).
+Prefect's own console output is silenced unless `--verbose`: a failed case run is one line on stderr (its
+traceback is kept in the store; `-v` prints it). With no `PREFECT_API_URL` the flow runs on Prefect's
+temporary local server, whose own shutdown chatter is silenced too (set the variables yourself to override).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import ArgumentError, OperationalError
-
-from agent_eval.errors import EvalInputError
+from agent_eval.agents import AGENT_REFERENCE_FORMS
+from agent_eval.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INFRASTRUCTURE,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EvalInputError,
+    InfrastructureError,
+)
 from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 from agent_eval.report.models import RunReport
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REGRESSION = 0, 1, 2, 3
+_DURATION_UNITS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,7 +59,7 @@ def _add_run_parser(commands: Any) -> None:
     run.add_argument("paths", nargs="+", help="eval files or folders; FILE:case1,case2 selects cases")
     run.add_argument(
         "--agent",
-        help="'package.module:attr', 'file.py:attr', an agent folder, or 'replay' (score recorded predictions)",
+        help="the agent, one of: " + "; ".join(AGENT_REFERENCE_FORMS.splitlines()),
     )
     run.add_argument(
         "--format",
@@ -66,6 +76,15 @@ def _add_run_parser(commands: Any) -> None:
         help=f"agent invocations at once (default {DEFAULT_MAX_CONCURRENCY})",
     )
     run.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
+    run.add_argument(
+        "--reuse-answers",
+        metavar="MAX_AGE",
+        nargs="?",
+        const="24h",
+        type=_hours,
+        help="reuse the agent's answers from earlier evaluations no older than MAX_AGE (e.g. 30m, 12h, 7d; "
+        "default 24h when given without a value). Without it every evaluation invokes the agent.",
+    )
     run.add_argument("--refresh-cache", action="store_true", help="invoke the agent even when cached")
     run.add_argument(
         "--turn-timeout",
@@ -130,7 +149,9 @@ def _quiet_prefect(verbose: bool) -> None:
     """Defaults for Prefect's settings, set before Prefect is imported; the user's own values win."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+        # Failed case runs are reported one line each by us; Prefect's own ERROR logs (a traceback each) stay
+        # in Prefect's UI and the store.
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     if not os.environ.get("PREFECT_API_URL"):
         # Prefect's 20 s default is too short for the temporary server on a busy 2-core machine.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -146,6 +167,19 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _hours(text: str) -> float:
+    """A maximum age: `30m`, `12h`, `7d`, or a number of hours."""
+    unit = _DURATION_UNITS.get(text[-1:].lower())
+    number = text[:-1] if unit is not None else text
+    try:
+        hours = float(number) * (unit or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an age such as 30m, 12h or 7d, got {text!r}") from None
+    if hours <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return hours
 
 
 def _check_output_dir(folder: str) -> None:
@@ -174,6 +208,7 @@ def run_command(args: argparse.Namespace) -> int:
         max_concurrency=args.max_concurrency,
         db_url=args.db_url,
         refresh_cache=args.refresh_cache,
+        reuse_max_age_hours=args.reuse_answers,
         turn_timeout_seconds=args.turn_timeout,
         tags=args.tag,
         baseline_run_id=args.baseline,
@@ -214,22 +249,42 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _finish(report: RunReport, args: argparse.Namespace) -> int:
-    """Print the summary (and the comparison with the baseline), write the asked outputs, and exit: 3 on a
-    regression, 1 when a case failed, 0 otherwise."""
+    """Print the summary (and the comparison with the baseline), write the asked outputs, and exit: 4 for an
+    outage, 3 on a regression, 1 when a case failed or a criterion scored nothing, 0 otherwise."""
     from agent_eval.report import format_summary, write_html, write_junit, write_outputs
 
-    print(format_summary(report))
-    if report.regression:
-        print(report.regression.get("summary", ""))
+    print(format_summary(report))  # its last lines are the regression check against the baseline
+    if args.verbose:
+        _print_tracebacks(report)
     if args.output_dir:
         print(f"Wrote {len(write_outputs(report, args.output_dir))} files to {args.output_dir}")
     if args.junit:
         write_junit(report, args.junit)
     if args.html:
         write_html(report, args.html)
+    return _exit_code(report)
+
+
+def _exit_code(report: RunReport) -> int:
+    from agent_eval.report.console import unscored_criteria_lines
+
+    if report.errored:
+        print(f"agent-eval: error: {report.error}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
     if report.regressed:
         return EXIT_REGRESSION
-    return EXIT_OK if report.all_passed() else EXIT_FAILED
+    unscored = unscored_criteria_lines(report)
+    for line in unscored:
+        print(f"agent-eval: {line}", file=sys.stderr)
+    return EXIT_OK if report.all_passed() and not unscored else EXIT_FAILED
+
+
+def _print_tracebacks(report: RunReport) -> None:
+    """`-v`: the stored traceback of every case run whose agent failed."""
+    for case in report.cases:
+        if case.agent_run.error_traceback:
+            print(f"--- {case.eval_set_id}/{case.eval_id} run {case.run_index}", file=sys.stderr)
+            print(case.agent_run.error_traceback.rstrip(), file=sys.stderr)
 
 
 def history_command(args: argparse.Namespace) -> int:
@@ -279,23 +334,69 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+STORE_COMMANDS = frozenset(COMMANDS)
+"""Every command reads or writes the store: it is checked (and abandoned runs ended) before anything else."""
+EVALUATING_COMMANDS = frozenset({"run", "rerun", "rescore"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `agent-eval` console script."""
+    """Entry point of the `agent-eval` console script; returns the exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
-    _quiet_prefect(getattr(args, "verbose", False))
+    verbose = getattr(args, "verbose", False)
+    _quiet_prefect(verbose)
+    _print_case_events()
+    if args.command in EVALUATING_COMMANDS:
+        from agent_eval.shutdown import install_signal_handlers
+
+        install_signal_handlers()
     try:
+        if args.command in STORE_COMMANDS:
+            _open_store(args.db_url)
         return COMMANDS[args.command](args)
     except EvalInputError as error:  # and RunNotFoundError: an unknown run id
-        return _bad_input(error.one_line())
-    except (ArgumentError, OperationalError) as error:  # a store URL that cannot be used or reached
-        if args.command == "run":
+        return _error_line(error.one_line(), EXIT_BAD_INPUT)
+    except InfrastructureError as error:
+        return _error_line(str(error), EXIT_INFRASTRUCTURE)
+    except Exception as error:
+        if verbose:
             raise
-        return _bad_input(f"cannot read the store: {str(error).splitlines()[0]}")
+        return _error_line(
+            f"{type(error).__name__}: {error} (run again with -v for the traceback)", EXIT_INFRASTRUCTURE
+        )
 
 
-def _bad_input(line: str) -> int:
+def _open_store(db_url: str | None) -> None:
+    """Check the store first (one line and exit 2 or 4 when it cannot be used), then end the runs whose
+    process died (`mark_abandoned_runs`), so that no run stays `running` in history."""
+    from agent_eval.store import check_store, mark_abandoned_runs
+
+    engine = check_store(db_url)
+    if engine is not None:
+        mark_abandoned_runs(engine)
+
+
+class _CurrentStderr(logging.Handler):
+    """Writes each record to `sys.stderr` as it is at that moment (never to a stream closed since)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"agent-eval: {record.getMessage()}", file=sys.stderr)
+
+
+_CASE_EVENTS = _CurrentStderr()
+
+
+def _print_case_events() -> None:
+    """One line per failed case run on stderr (`agent_eval.flows.invoke.EVENTS_LOGGER`)."""
+    events = logging.getLogger("agent_eval.events")
+    if _CASE_EVENTS not in events.handlers:
+        events.addHandler(_CASE_EVENTS)
+    events.setLevel(logging.INFO)
+    events.propagate = False
+
+
+def _error_line(line: str, code: int) -> int:
     print(f"agent-eval: error: {line}", file=sys.stderr)
-    return EXIT_BAD_INPUT
+    return code
 
 
 if __name__ == "__main__":

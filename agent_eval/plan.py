@@ -7,30 +7,53 @@ written: eval files, the config, metric names and thresholds, custom metric impo
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from agent_eval.agents import REPLAY_REFERENCE, Agent, TurnAgent, find_default_agent, resolve_agent
 from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
 from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
-from agent_eval.io import InputFormat, config_from_data, find_config_file, load_eval_config, load_eval_sets
+from agent_eval.io import InputFormat, config_from_data, load_eval_config, load_eval_sets_with_configs
 from agent_eval.judge import check_judge_credentials
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import JudgedOptions
-from agent_eval.schema import EvalCase, EvalConfig, EvalMetric, EvalSet
+from agent_eval.run_configs import stored_config, stored_config_hash
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet
+from agent_eval.secrets import redact_config, redact_url_credentials
 
-__all__ = ["CaseRunKey", "EvalPlan", "EvalRequest", "check_judges", "prepare", "ready_agent"]
+__all__ = [
+    "CaseRunKey",
+    "ConfigGroup",
+    "EvalPlan",
+    "EvalRequest",
+    "ScoringBatch",
+    "check_judges",
+    "config_groups",
+    "prepare",
+    "ready_agent",
+    "simulator_config",
+]
 
 DEFAULT_MAX_CONCURRENCY = 8
 DEFAULT_TURN_TIMEOUT_SECONDS = 300.0
 
 
 class EvalRequest(BaseModel):
-    """The parameters of one evaluation (the `agent-eval` flow's parameters, shown as a form in the UI)."""
+    """The parameters of one evaluation (the `agent-eval` flow's parameters, shown as a form in the UI).
+
+    Prefect stores a flow run's parameters as this model's JSON, so its JSON never holds a secret: an inline
+    config is written redacted (`agent_eval.secrets.redact_config`: a literal `regression.alert_webhook` as
+    `https://host/***`, references such as `env:NAME` as they are) and `db_url` without its password. The
+    object itself keeps the literal values: the flow that runs in this process gets it as it was given. A flow
+    run started from Prefect (a deployment, a retry from the UI) gets the redacted JSON: give secrets there as
+    references (`env:NAME`, `prefect-secret:BLOCK`) and the store URL as `$AGENT_EVAL_DB_URL`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -45,7 +68,8 @@ class EvalRequest(BaseModel):
     )
     config: str | dict[str, Any] | None = Field(
         default=None,
-        description="An ADK test_config.json path, or the config itself. Default: test_config.json beside the files.",
+        description="An ADK test_config.json path, or the config itself, for every eval set. Default: each eval "
+        "file's test_config.json beside it (ADK's default criteria without one).",
     )
     num_runs: int = Field(default=1, ge=1, le=100, description="How many times each case is run.")
     max_concurrency: int = Field(
@@ -53,6 +77,16 @@ class EvalRequest(BaseModel):
     )
     db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
     refresh_cache: bool = Field(default=False, description="Invoke the agent even where a cached run exists.")
+    reuse_max_age_hours: float | None = Field(
+        default=None,
+        gt=0,
+        description="Reuse answers of earlier evaluations no older than this (hours). Default: none; every "
+        "evaluation invokes the agent (retries and resumes of this evaluation still reuse what finished).",
+    )
+    reuse_from_runs: list[str] = Field(
+        default_factory=list,
+        description="Runs whose finished answers this evaluation resumes (set by `rerun`).",
+    )
     tags: list[str] = Field(default_factory=list, description="Labels stored with the run (e.g. a release).")
     baseline_run_id: str | None = Field(
         default=None, description="Compare with this run; default: the latest comparable completed run."
@@ -62,6 +96,14 @@ class EvalRequest(BaseModel):
         gt=0,
         description="Seconds one agent turn may take before it is interrupted and retried (None: no limit).",
     )
+
+    @field_serializer("config", when_used="json")
+    def _config_without_secrets(self, config: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        return redact_config(config) if isinstance(config, dict) else config
+
+    @field_serializer("db_url", when_used="json")
+    def _db_url_without_password(self, db_url: str | None) -> str | None:
+        return redact_url_credentials(db_url) if db_url else db_url
 
 
 @dataclass(frozen=True)
@@ -74,8 +116,32 @@ class CaseRunKey:
 
 
 @dataclass(frozen=True)
+class ConfigGroup:
+    """One config, the eval sets it scores (each with the file it came from: None for an inline config or
+    ADK's defaults) and its resolved metrics."""
+
+    config: EvalConfig
+    files: dict[str, str | None]
+    metrics: list[tuple[EvalMetric, MetricSpec]]
+
+    @property
+    def eval_set_ids(self) -> list[str]:
+        """The eval sets this config scores, in the plan's order."""
+        return list(self.files)
+
+
+ScoringBatch = tuple[EvalMetric, MetricSpec, list[tuple[EvalCase, AgentRun]]]
+"""One `score-criterion` task's work: a criterion, its metric, and the case runs of its config's eval sets."""
+
+
+@dataclass(frozen=True)
 class EvalPlan:
-    """A checked evaluation: everything loaded and resolved, nothing run yet."""
+    """A checked evaluation: everything loaded and resolved, nothing run yet.
+
+    Each eval set is scored with its own config (`groups`: one per distinct config, most runs have one).
+    `config`, `config_file` and `metrics` are the first eval set's; the run's regression settings come from
+    that config. An empty `groups` means `config` scores every eval set.
+    """
 
     request: EvalRequest
     eval_sets: list[EvalSet]
@@ -83,6 +149,35 @@ class EvalPlan:
     config_file: str | None
     metrics: list[tuple[EvalMetric, MetricSpec]]
     agent: Agent
+    groups: tuple[ConfigGroup, ...] = ()
+
+    def config_groups(self) -> tuple[ConfigGroup, ...]:
+        """Each distinct config with the eval sets it scores (one group when there is one config)."""
+        if self.groups:
+            return self.groups
+        files = {eval_set.eval_set_id: self.config_file for eval_set in self.eval_sets}
+        return (ConfigGroup(self.config, files, self.metrics),)
+
+    def stored_config(self) -> dict[str, Any]:
+        """`runs.config`: the config, or each eval set's when they differ (`agent_eval.run_configs`)."""
+        configs = {i: group.config for group in self.config_groups() for i in group.eval_set_ids}
+        files = {i: file for group in self.config_groups() for i, file in group.files.items()}
+        return stored_config(_in_order(configs, self.eval_sets), files)
+
+    def config_hash(self) -> str:
+        """`runs.config_hash`: the config's fingerprint, or a hash of each eval set's when they differ."""
+        configs = {i: group.config for group in self.config_groups() for i in group.eval_set_ids}
+        return stored_config_hash(_in_order(configs, self.eval_sets))
+
+    def scoring_batches(self, runs: list[tuple[EvalCase, AgentRun]]) -> list[ScoringBatch]:
+        """One batch per (config, criterion): the criterion over the case runs of that config's eval sets."""
+        batches: list[ScoringBatch] = []
+        for group in self.config_groups():
+            scored = set(group.eval_set_ids)
+            group_runs = [(case, run) for case, run in runs if run.eval_set_id in scored]
+            if group_runs:
+                batches.extend((eval_metric, spec, group_runs) for eval_metric, spec in group.metrics)
+        return batches
 
     def case_runs(self) -> list[CaseRunKey]:
         """Every (eval set, case, run index) to invoke, eval sets and cases in file order."""
@@ -100,19 +195,63 @@ def prepare(request: EvalRequest) -> EvalPlan:
     Raises:
         EvalInputError: anything wrong with the input, in one line naming the file, case and field.
     """
-    eval_sets = load_eval_sets(request.paths, format=request.format)
-    config, config_file = _config(request)
-    metrics = REGISTRY.resolve(config, config_file=config_file)
-    check_judges(metrics)
-    agent = ready_agent(resolve_agent(_agent_reference(request, eval_sets)), request, eval_sets, config)
+    loaded = load_eval_sets_with_configs(request.paths, format=request.format)
+    eval_sets = [eval_set for eval_set, _ in loaded]
+    groups = config_groups(_configs(request, loaded))
+    agent = resolve_agent(_agent_reference(request, eval_sets))
+    agent = ready_agent(agent, request, eval_sets, simulator_config(groups, eval_sets))
+    first = groups[0]
     return EvalPlan(
         request=request,
         eval_sets=eval_sets,
-        config=config,
-        config_file=config_file,
-        metrics=metrics,
+        config=first.config,
+        config_file=first.files[eval_sets[0].eval_set_id],
+        metrics=first.metrics,
         agent=agent,
+        groups=groups,
     )
+
+
+def config_groups(configs: Mapping[str, tuple[EvalConfig, str | None]]) -> tuple[ConfigGroup, ...]:
+    """Group eval sets by config (equal content: one group), resolve and check each group's metrics.
+
+    Args:
+        configs: per eval set id in the plan's order, its config and the file it came from.
+
+    Raises:
+        EvalInputError: a bad criterion or metric option (naming the config file), or a judge without
+            credentials.
+    """
+    grouped: dict[str, tuple[EvalConfig, dict[str, str | None]]] = {}
+    for eval_set_id, (config, file) in configs.items():
+        grouped.setdefault(config.fingerprint(), (config, {}))[1][eval_set_id] = file
+    groups = []
+    for config, files in grouped.values():
+        metrics = REGISTRY.resolve(config, config_file=next((f for f in files.values() if f), None))
+        check_judges(metrics)
+        groups.append(ConfigGroup(config, files, metrics))
+    return tuple(groups)
+
+
+def simulator_config(groups: Sequence[ConfigGroup], eval_sets: list[EvalSet]) -> EvalConfig:
+    """The config whose `user_simulator_config` the run's agent uses: that of the eval sets with a
+    `conversation_scenario` (one agent plays every case), else the first eval set's.
+
+    Raises:
+        EvalInputError: eval sets with scenarios ask for different user simulators.
+    """
+    with_scenario = {s.eval_set_id for s in eval_sets if any(c.conversation_scenario for c in s.eval_cases)}
+    wanted = [group for group in groups if with_scenario & set(group.eval_set_ids)]
+    for group in wanted[1:]:
+        if group.config.user_simulator_config != wanted[0].config.user_simulator_config:
+            first, other = wanted[0].eval_set_ids[0], group.eval_set_ids[0]
+            raise EvalInputError(
+                f"eval sets {first!r} and {other!r} have conversation scenarios and configs with different "
+                "user_simulator_config; one run plays them with one simulator: give them the same one, pass "
+                "--config, or run them apart",
+                field="user_simulator_config",
+            )
+    return (wanted or list(groups))[0].config
 
 
 def ready_agent(agent: Agent, request: EvalRequest, eval_sets: list[EvalSet], config: EvalConfig) -> Agent:
@@ -179,13 +318,26 @@ def _with_simulator(agent: Agent, eval_sets: list[EvalSet], config: EvalConfig) 
     return wired
 
 
-def _config(request: EvalRequest) -> tuple[EvalConfig, str | None]:
-    """The config and the file it came from (`None` for an inline config or ADK's defaults)."""
+def _configs(
+    request: EvalRequest, loaded: list[tuple[EvalSet, Path | None]]
+) -> dict[str, tuple[EvalConfig, str | None]]:
+    """Per eval set, its config and the file it came from: `request.config` for all when given (a file, or
+    inline: no file), else the `test_config.json` beside each eval file (ADK's default criteria without one)."""
     if isinstance(request.config, dict):
-        return config_from_data(request.config, "<config>"), None
-    found = request.config or find_config_file(request.paths)
-    file = str(found) if found is not None else None
-    return load_eval_config(file), file
+        inline = config_from_data(request.config, "<config>")
+        return {eval_set.eval_set_id: (inline, None) for eval_set, _ in loaded}
+    if request.config:
+        given = load_eval_config(request.config)
+        return {eval_set.eval_set_id: (given, request.config) for eval_set, _ in loaded}
+    read: dict[Path | None, EvalConfig] = {}
+    for _, found in loaded:
+        if found not in read:
+            read[found] = load_eval_config(found)
+    return {eval_set.eval_set_id: (read[found], str(found) if found else None) for eval_set, found in loaded}
+
+
+def _in_order(configs: dict[str, EvalConfig], eval_sets: list[EvalSet]) -> dict[str, EvalConfig]:
+    return {s.eval_set_id: configs[s.eval_set_id] for s in eval_sets if s.eval_set_id in configs}
 
 
 def _agent_reference(request: EvalRequest, eval_sets: list[EvalSet]) -> str:

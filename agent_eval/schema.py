@@ -50,6 +50,7 @@ __all__ = [
     "ToolMock",
     "content_hash",
     "content_text",
+    "scoring_fingerprint",
     "tool_calls_of",
 ]
 
@@ -376,8 +377,13 @@ class EvalConfig(EvalBaseModel):
         ]
 
     def fingerprint(self) -> str:
-        """A stable hash of the config's content."""
+        """A stable hash of the config's whole content (`runs.config_hash`), regression settings included."""
         return content_hash(self)
+
+    def scoring_fingerprint(self) -> str:
+        """A stable hash of what the config measures: everything but the `regression` section (see
+        `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
+        return scoring_fingerprint(self.model_dump(mode="json", exclude_none=True))
 
 
 # ------------------------------------------------------------------------------------------------ run data
@@ -395,9 +401,10 @@ ErrorKind = Literal["agent", "transport", "timeout"]
 
 
 class CacheOrigin(EvalBaseModel):
-    """Where a reused invocation came from: the run that invoked the agent, and when."""
+    """Where an invocation came from: the run (and Prefect flow run) that invoked the agent, and when."""
 
     run_id: str | None = None
+    flow_run_id: str | None = None
     invoked_at: datetime | None = None
 
 
@@ -445,6 +452,35 @@ def tool_calls_of(invocation: Invocation) -> list[genai_types.FunctionCall]:
         for part in event.content.parts or []
         if part.function_call is not None
     ]
+
+
+def scoring_fingerprint(config: dict[str, Any]) -> str:
+    """The hash of what a config (as JSON: a `test_config.json`'s content, or `runs.config` of any release)
+    measures: the criteria with their thresholds and options, the custom metrics' code and the user simulator.
+
+    The `regression` section (tolerance, confidence, fail_on_regression, alert webhook) is left out: it says
+    how runs are compared, not what a run measured. Bare thresholds count as `{"threshold": x}`, option keys
+    as snake_case (`matchType` is `match_type`), and a config with no `criteria` as ADK's default criteria, so
+    equal configs written differently hash alike.
+    """
+    data = {key: value for key, value in config.items() if key != "regression"}
+    criteria = data.get("criteria", DEFAULT_CRITERIA)
+    if isinstance(criteria, dict):
+        data["criteria"] = {
+            name: {"threshold": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
+            for name, value in criteria.items()
+        }
+    return content_hash(_snake_keys(data))
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {alias_generators.to_snake(str(k)): _snake_keys(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_snake_keys(item) for item in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)  # a threshold of 1 and of 1.0 is the same threshold
+    return value
 
 
 def content_hash(value: BaseModel | Any) -> str:

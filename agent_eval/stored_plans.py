@@ -5,15 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from agent_eval.agents import AgentFailure, resolve_agent
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config
-from agent_eval.metrics import REGISTRY
-from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, EvalPlan, EvalRequest, check_judges, ready_agent
+from agent_eval.plan import (
+    DEFAULT_MAX_CONCURRENCY,
+    ConfigGroup,
+    EvalPlan,
+    EvalRequest,
+    config_groups,
+    ready_agent,
+    simulator_config,
+)
+from agent_eval.run_configs import CONFIG_FILES, configs_by_eval_set
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus
-from agent_eval.store import agent_run_of, get_engine, get_run, load_case_records, stored_eval_sets
+from agent_eval.secrets import redact_config, redact_url_credentials
+from agent_eval.store import CaseRecord, agent_run_of, get_engine, get_run, load_case_records, stored_eval_sets
 
 __all__ = ["RerunRequest", "RescoreRequest", "StoredRunAgent", "plan_rerun", "plan_rescore"]
 
@@ -24,7 +33,10 @@ class RerunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str = Field(description="The stored run whose cases are evaluated again.")
-    only_failed: bool = Field(default=False, description="Only the cases that failed or errored in that run.")
+    only_failed: bool = Field(
+        default=False,
+        description="Only the cases without a passing result in that run: failed, not evaluated, or never run.",
+    )
     refresh: bool = Field(default=False, description="Invoke the agent even where a cached invocation exists.")
     max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=256)
     db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
@@ -40,6 +52,15 @@ class RescoreRequest(BaseModel):
         default=None, description="An ADK test_config.json path, or the config itself. Default: the run's own."
     )
     db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
+
+    @field_serializer("config", when_used="json")
+    def _config_without_secrets(self, config: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        """What Prefect stores as the flow run's parameters: the config's secrets redacted."""
+        return redact_config(config) if isinstance(config, dict) else config
+
+    @field_serializer("db_url", when_used="json")
+    def _url_without_password(self, db_url: str | None) -> str | None:
+        return redact_url_credentials(db_url) if db_url else db_url
 
 
 RunKey = tuple[str, str, int]
@@ -89,17 +110,26 @@ def plan_rerun(request: RerunRequest) -> EvalPlan:
     engine = get_engine(request.db_url)
     run = get_run(request.run_id, engine)
     eval_sets = stored_eval_sets(request.run_id, engine)
+    records = load_case_records(request.run_id, engine)
     if request.only_failed:
-        eval_sets = _only(eval_sets, _failed_cases(request.run_id, request.db_url))
-    config = EvalConfig.model_validate(run.config)
+        eval_sets = _only(eval_sets, _not_passed(eval_sets, records, run.num_runs))
     eval_request = _request(request.run_id, run.agent_reference, run.config, run.num_runs, request.db_url)
-    eval_request = eval_request.model_copy(
-        update={"refresh_cache": request.refresh, "max_concurrency": request.max_concurrency, "tags": ["rerun"]}
-    )
+    update = {
+        "refresh_cache": request.refresh,
+        "max_concurrency": request.max_concurrency,
+        "tags": ["rerun"],
+        "reuse_from_runs": _answer_sources(request.run_id, records),
+    }
+    eval_request = eval_request.model_copy(update=update)
     if not eval_sets:
-        raise EvalInputError(f"run {request.run_id!r} has no failed or errored case to run again", field="run_id")
-    agent = ready_agent(resolve_agent(run.agent_reference), eval_request, eval_sets, config)
-    return _plan(eval_request, eval_sets, config, agent)
+        raise EvalInputError(
+            f"run {request.run_id!r} has no failed, unscored or unfinished case to run again", field="run_id"
+        )
+    groups = config_groups(_stored_configs(run.config, eval_sets))
+    agent = ready_agent(
+        resolve_agent(run.agent_reference), eval_request, eval_sets, simulator_config(groups, eval_sets)
+    )
+    return _plan(eval_request, eval_sets, groups, agent)
 
 
 def plan_rescore(request: RescoreRequest) -> EvalPlan:
@@ -110,37 +140,82 @@ def plan_rescore(request: RescoreRequest) -> EvalPlan:
     """
     engine = get_engine(request.db_url)
     run = get_run(request.run_id, engine)
-    config = _rescore_config(request.config, run.config)
+    eval_sets = stored_eval_sets(request.run_id, engine)
+    configs = _rescore_configs(request.config, run.config, eval_sets)
     records = load_case_records(request.run_id, engine)
     runs = {(r.eval_set_id, r.eval_id, r.run_index): agent_run_of(r) for r in records}
     agent = StoredRunAgent(run.agent_reference, run.agent_fingerprint, runs)
-    config_json = config.model_dump(mode="json", exclude_none=True)
+    config_json = run.config if request.config is None else _config_json(configs)
     eval_request = _request(request.run_id, run.agent_reference, config_json, run.num_runs, request.db_url)
     eval_request = eval_request.model_copy(update={"tags": ["rescore"]})
-    return _plan(eval_request, stored_eval_sets(request.run_id, engine), config, agent)
+    return _plan(eval_request, eval_sets, config_groups(configs), agent)
 
 
-def _plan(request: EvalRequest, eval_sets: list[EvalSet], config: EvalConfig, agent: Any) -> EvalPlan:
-    metrics = REGISTRY.resolve(config)
-    check_judges(metrics)
-    return EvalPlan(request=request, eval_sets=eval_sets, config=config, config_file=None, metrics=metrics, agent=agent)
+def _plan(request: EvalRequest, eval_sets: list[EvalSet], groups: tuple[ConfigGroup, ...], agent: Any) -> EvalPlan:
+    first = groups[0]
+    return EvalPlan(
+        request=request,
+        eval_sets=eval_sets,
+        config=first.config,
+        config_file=None,
+        metrics=first.metrics,
+        agent=agent,
+        groups=groups,
+    )
+
+
+def _stored_configs(stored: dict[str, Any], eval_sets: list[EvalSet]) -> dict[str, tuple[EvalConfig, str | None]]:
+    """Per eval set, the config that scored it in the stored run (`runs.config` of any release) and its file."""
+    files = stored.get(CONFIG_FILES) or {}
+    ids = [s.eval_set_id for s in eval_sets]
+    return {
+        eval_set_id: (
+            config_from_data(config, f"config of eval set {eval_set_id!r} in the stored run"),
+            files.get(eval_set_id),
+        )
+        for eval_set_id, config in configs_by_eval_set(stored, ids).items()
+    }
+
+
+def _rescore_configs(
+    given: str | dict[str, Any] | None, stored: dict[str, Any], eval_sets: list[EvalSet]
+) -> dict[str, tuple[EvalConfig, str | None]]:
+    """The run's own config per eval set, or the one given for all of them."""
+    if given is None:
+        return _stored_configs(stored, eval_sets)
+    config = config_from_data(given, "<config>") if isinstance(given, dict) else load_eval_config(given)
+    file = given if isinstance(given, str) else None
+    return {s.eval_set_id: (config, file) for s in eval_sets}
+
+
+def _config_json(configs: dict[str, tuple[EvalConfig, str | None]]) -> dict[str, Any]:
+    one = next(iter(configs.values()))[0]
+    return one.model_dump(mode="json", exclude_none=True)
 
 
 def _request(run_id: str, agent: str, config: dict[str, Any], num_runs: int, db_url: str | None) -> EvalRequest:
     return EvalRequest(paths=[f"run:{run_id}"], agent=agent, config=config, num_runs=num_runs, db_url=db_url)
 
 
-def _rescore_config(given: str | dict[str, Any] | None, stored: dict[str, Any]) -> EvalConfig:
-    if given is None:
-        return EvalConfig.model_validate(stored)
-    if isinstance(given, dict):
-        return config_from_data(given, "<config>")
-    return load_eval_config(given)
+def _not_passed(eval_sets: list[EvalSet], records: list[CaseRecord], num_runs: int) -> set[tuple[str, str]]:
+    """The cases of a stored run without a passing result for every run index: failed, not evaluated, or
+    never run at all (a run killed before it got to them)."""
+    passed: dict[tuple[str, str], set[int]] = {}
+    for record in records:
+        if record.status == int(EvalStatus.PASSED) and not record.failure:
+            passed.setdefault((record.eval_set_id, record.eval_id), set()).add(record.run_index)
+    every_index = set(range(num_runs))
+    return {
+        (s.eval_set_id, c.eval_id)
+        for s in eval_sets
+        for c in s.eval_cases
+        if passed.get((s.eval_set_id, c.eval_id), set()) != every_index
+    }
 
 
-def _failed_cases(run_id: str, db_url: str | None) -> set[tuple[str, str]]:
-    records = load_case_records(run_id, get_engine(db_url))
-    return {(r.eval_set_id, r.eval_id) for r in records if r.failure or r.status != int(EvalStatus.PASSED)}
+def _answer_sources(run_id: str, records: list[CaseRecord]) -> list[str]:
+    """The runs whose cached answers a rerun may use: the run itself and those it reused answers from."""
+    return [run_id, *sorted({r.cached_from_run_id for r in records if r.cached_from_run_id} - {run_id})]
 
 
 def _only(eval_sets: list[EvalSet], wanted: set[tuple[str, str]]) -> list[EvalSet]:

@@ -8,33 +8,36 @@ metric result; a flow that fails or is cancelled on the way marks it `crashed` (
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
-from collections.abc import Awaitable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 
-from agent_eval.agents import AgentFailure
-from agent_eval.flows.regression import compare_with_baseline
+from agent_eval.agents import preflight_agent
+from agent_eval.flows.invoke import ReusePolicy, invoke_all
+from agent_eval.flows.lifecycle import on_cancelled, on_crashed, tracked
+from agent_eval.flows.regression import alert_outage, compare_with_baseline
 from agent_eval.judge import close_judge_clients
-from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
+from agent_eval.plan import EvalPlan, EvalRequest, prepare
 from agent_eval.report.aggregate import build_report
 from agent_eval.report.console import format_summary, summary_table_rows
 from agent_eval.report.models import MetricResult, RunReport
+from agent_eval.report.outage import outage_error
 from agent_eval.schema import AgentRun, EvalCase
-from agent_eval.store import RunCreate, get_engine, mark_run_crashed, record_case_run
+from agent_eval.secrets import redact_config
+from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
-from agent_eval.tasks import INVOKE_RETRIES, invoke_case, persist_report, record_run_start, score_metric
+from agent_eval.tasks import persist_report, record_run_start, score_metric
 
 __all__ = ["agent_eval_flow", "run_plan"]
 
 
-@flow(name="agent-eval", log_prints=False)
+@flow(name="agent-eval", log_prints=False, on_cancellation=[on_cancelled], on_crashed=[on_crashed])
 async def agent_eval_flow(request: EvalRequest) -> Any:
     """Evaluate an agent on eval sets and persist the run as it goes; returns the `RunReport`.
 
@@ -48,14 +51,22 @@ async def agent_eval_flow(request: EvalRequest) -> Any:
 
 
 async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source_run_id: str | None = None) -> Any:
-    """Run a checked plan: the store's run row, invocations, scores, the comparison, artifacts, final state."""
+    """Run a checked plan: the agent's preflight check, the store's run row, invocations, scores, the
+    comparison, artifacts, final state. An outage (see `agent_eval.report.outage`) is stored `errored` and
+    not compared; the flow run then ends Failed with the report as its data."""
+    await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
     run = _new_run(plan, source_run_id)
     record_run_start(run, plan.eval_sets, plan.request.db_url)
-    try:
-        report = await _evaluate(plan, run)
-    except BaseException:
-        _mark_crashed(run.id, plan.request.db_url)
-        raise
+    async with tracked(run.id, plan.request.db_url):
+        try:
+            report = await _evaluate(plan, run)
+        except BaseException as error:
+            _end_unfinished(run.id, plan.request.db_url, error)
+            raise
+    if report.errored:
+        alert_outage(plan, report, _flow_run_url())
+        await _publish(report)
+        return Failed(message=report.error, data=report)
     report = compare_with_baseline(plan, report, baseline_run_id, _flow_run_url())
     await _publish(report)
     return _final_state(plan, report)
@@ -73,17 +84,20 @@ def _final_state(plan: EvalPlan, report: RunReport) -> Any:
     return Completed(message=message, data=report)
 
 
-def _mark_crashed(run_id: str, db_url: str | None) -> None:
-    """Best effort: the error that stopped the flow matters more than one that stops this write."""
+def _end_unfinished(run_id: str, db_url: str | None, error: BaseException) -> None:
+    """End the run `cancelled` (the flow was cancelled) or `crashed` with its cause; best effort: the error
+    that stopped the flow matters more than one that stops this write."""
+    cancelled = isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
+    status = RunStatus.CANCELLED if cancelled else RunStatus.CRASHED
     try:
-        mark_run_crashed(run_id, get_engine(db_url))
-    except Exception as error:
-        get_run_logger().warning("could not mark run %s crashed: %s", run_id, error)
+        end_run(run_id, status, f"{type(error).__name__}: {error}".strip(": "), get_engine(db_url))
+    except Exception as write_error:
+        get_run_logger().warning("could not mark run %s %s: %s", run_id, status, write_error)
 
 
 async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
     """Invoke, score, aggregate, and complete the run in the store."""
-    runs = await _invoke_all(plan, run.id)
+    runs = await invoke_all(plan, ReusePolicy.of(plan, run.id, run.flow_run_id))
     metric_results = await _score_all(plan, runs)
     report = build_report(
         run_id=run.id,
@@ -99,6 +113,11 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
         flow_run_id=run.flow_run_id,
         source_run_id=run.source_run_id,
     )
+    # The stored (redacted, per-eval-set) config, so that report.json, HTML and result files match the store.
+    report = report.model_copy(update={"config": run.config, "config_hash": run.config_hash})
+    outage = outage_error([agent_run for _, agent_run in runs])
+    if outage is not None:
+        report = report.model_copy(update={"status": RunStatus.ERRORED, "error": outage})
     persist_report(report, plan.request.db_url)
     return report
 
@@ -113,53 +132,25 @@ def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:
         agent_reference=plan.agent.reference,
         agent_fingerprint=plan.agent.fingerprint,
         git_commit=git_commit(agent_folder(plan.agent.reference)),
-        config=plan.config.model_dump(mode="json", exclude_none=True),
-        config_hash=plan.config.fingerprint(),
+        config=redact_config(plan.stored_config()),
+        config_hash=plan.config_hash(),
         eval_set_ids=[s.eval_set_id for s in plan.eval_sets],
         num_runs=plan.request.num_runs,
         started_at=started_at,
         updated_at=started_at,
         tags=plan.request.tags,
         source_run_id=source_run_id,
-    )
-
-
-async def _invoke_all(plan: EvalPlan, run_id: str) -> list[tuple[EvalCase, AgentRun]]:
-    """Every case run, at most `max_concurrency` at once, in plan order; each stored as soon as it is done."""
-    limit = asyncio.Semaphore(plan.request.max_concurrency)
-    invoke = invoke_case.with_options(refresh_cache=True) if plan.request.refresh_cache else invoke_case
-    engine = get_engine(plan.request.db_url)
-
-    async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
-        async with limit:
-            # An async task called with return_state=True gives a coroutine of its final state.
-            call = invoke(plan.agent, key.case, key.eval_set_id, key.run_index, return_state=True)
-            state = await cast(Awaitable[State[AgentRun]], call)
-        run = await _run_from_state(state, key)
-        await asyncio.to_thread(record_case_run, run_id, run, engine)
-        return key.case, run
-
-    return list(await asyncio.gather(*(one(key) for key in plan.case_runs())))
-
-
-async def _run_from_state(state: State[AgentRun], key: CaseRunKey) -> AgentRun:
-    """The task's `AgentRun`, or a failed one carrying the error when the task failed."""
-    outcome = await state.aresult(raise_on_failure=False)
-    if isinstance(outcome, AgentRun):
-        return outcome
-    if isinstance(outcome, AgentFailure):
-        return outcome.run
-    error = f"{type(outcome).__name__}: {outcome}" if isinstance(outcome, BaseException) else str(outcome)
-    attempts = INVOKE_RETRIES + 1  # a task that fails with anything but AgentFailure used all its retries
-    return AgentRun(
-        eval_set_id=key.eval_set_id, eval_id=key.case.eval_id, run_index=key.run_index, error=error, attempts=attempts
+        host=this_host(),
+        pid=os.getpid(),
     )
 
 
 async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> list[MetricResult]:
-    """One scoring task per criterion, all criteria at once."""
+    """One scoring task per (config, criterion), all at once: each eval set's case runs are scored with its
+    own config's criteria (`EvalPlan.scoring_batches`)."""
     try:
-        batches = await asyncio.gather(*(score_metric(spec, metric, runs) for metric, spec in plan.metrics))
+        work = plan.scoring_batches(runs)
+        batches = await asyncio.gather(*(score_metric(spec, metric, batch) for metric, spec, batch in work))
     finally:
         await close_judge_clients()  # judges share connections per event loop: release them with the run
     return [result for batch in batches for result in batch]

@@ -10,7 +10,15 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from agent_eval.alerts import alert_payload, emit_regression_event, post_webhook, webhook_reference
+from agent_eval.alerts import (
+    OUTAGE_EVENT,
+    REGRESSION_EVENT,
+    alert_payload,
+    emit_regression_event,
+    outage_payload,
+    post_webhook,
+    webhook_reference,
+)
 from agent_eval.plan import EvalPlan
 from agent_eval.report.models import RunReport
 from agent_eval.report.regression import NO_BASELINE, compare_runs, no_baseline_payload
@@ -19,7 +27,7 @@ from agent_eval.secrets import redact_text
 from agent_eval.store import Run, get_engine, get_run, load_report, record_regression
 from agent_eval.store.queries import choose_baseline
 
-__all__ = ["compare_with_baseline"]
+__all__ = ["alert_outage", "compare_with_baseline"]
 
 
 @task(name="compare-with-baseline", cache_policy=NO_CACHE)
@@ -64,15 +72,26 @@ def _record_no_baseline(run_id: str, payload: dict[str, Any], engine: Engine) ->
         session.execute(update(Run).where(col(Run.id) == run_id).values(regression=payload))
 
 
-def _alert(payload: dict[str, object], webhook: str | None) -> dict[str, object]:
+@task(name="alert-outage", cache_policy=NO_CACHE)
+def alert_outage(plan: EvalPlan, report: RunReport, run_url: str | None) -> None:
+    """An errored run alerts "could not evaluate": the `agent-eval.outage` event and the webhook; it is
+    never compared with a baseline."""
+    settings = plan.config.regression or RegressionConfig()
+    payload = outage_payload(report.run_id, report.eval_set_ids, report.error or "could not evaluate", run_url)
+    _alert(payload, settings.alert_webhook, OUTAGE_EVENT)
+
+
+def _alert(payload: dict[str, object], webhook: str | None, event_name: str = REGRESSION_EVENT) -> dict[str, object]:
     """Emit the event and call the webhook; what happened, for the record.
 
     The record and the log name the webhook by its reference (`env:NAME`, `prefect-secret:BLOCK`, or a literal
     URL redacted) and show its errors redacted: an httpx error holds the URL, which is a credential.
     """
     logger = get_run_logger()
-    logger.warning("regression against run %s:\n%s", payload.get("baseline_run_id"), payload.get("summary"))
-    sent: dict[str, object] = {"event_id": emit_regression_event(dict(payload)), "webhook": webhook_reference(webhook)}
+    if event_name == REGRESSION_EVENT:
+        logger.warning("regression against run %s:\n%s", payload.get("baseline_run_id"), payload.get("summary"))
+    event_id = emit_regression_event(dict(payload), event_name)
+    sent: dict[str, object] = {"event_id": event_id, "webhook": webhook_reference(webhook)}
     try:
         sent["webhook_status"] = post_webhook(dict(payload), webhook)
     except Exception as error:  # an unreachable webhook must not lose the run

@@ -5,11 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_eval.schema import AgentRun, EvalStatus, Invocation, RubricScore
+from agent_eval.secrets import redact_config, redact_text
 
-__all__ = ["CaseResult", "InvocationScore", "JsonFormat", "MetricResult", "RunReport", "RunSummary"]
+__all__ = ["CacheSource", "CaseResult", "InvocationScore", "JsonFormat", "MetricResult", "RunReport", "RunSummary"]
+
+NOT_APPLICABLE = "not applicable"
+"""How the explanation of a result starts when its metric does not apply to the case (`metrics.scoring`)."""
+_SCORED = (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.INFORMATIONAL)
 
 JsonFormat: TypeAlias = Literal["report", "vertex", "adk", "rust"]
 """The shapes `RunReport.to_json` writes: ours, Vertex AI's, ADK's eval history, ADK-Rust's report."""
@@ -45,8 +50,32 @@ class MetricResult(BaseModel):
 
     @property
     def gates(self) -> bool:
-        """Whether this result can fail its case: a FAILED status, or a metric that raised."""
-        return self.status is EvalStatus.FAILED or (self.status is EvalStatus.NOT_EVALUATED and self.error is not None)
+        """Whether this result fails its case: a FAILED status (a metric that could not score fails nothing)."""
+        return self.status is EvalStatus.FAILED
+
+    @property
+    def scored(self) -> bool:
+        """Whether the metric scored the case run: PASSED, FAILED or INFORMATIONAL."""
+        return self.status in _SCORED
+
+    @property
+    def not_applicable(self) -> bool:
+        """Whether the metric does not apply to the case (NOT_EVALUATED, explained as "not applicable: ...")."""
+        return (
+            self.status is EvalStatus.NOT_EVALUATED
+            and self.error is None
+            and (self.explanation or "").startswith(NOT_APPLICABLE)
+        )
+
+    @property
+    def unscored(self) -> bool:
+        """Whether the metric applies but could not score: the judge gave nothing usable, it raised, ..."""
+        return self.status is EvalStatus.NOT_EVALUATED and not self.not_applicable
+
+    @property
+    def reason(self) -> str | None:
+        """Why the result is what it is: the error the metric raised, else its explanation."""
+        return self.error or self.explanation
 
 
 class CaseResult(BaseModel):
@@ -75,8 +104,18 @@ class CaseResult(BaseModel):
         return 1 if self.agent_run.failed else 0
 
 
+class CacheSource(BaseModel):
+    """An earlier evaluation whose invocations a run reused: its id, its first reused invocation, how many."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str | None = Field(description="The run that invoked the agent (None: not recorded).")
+    invoked_at: datetime | None = Field(default=None, description="The earliest reused invocation of that run.")
+    case_runs: int = Field(description="How many case runs of this run came from that one.")
+
+
 class RunSummary(BaseModel):
-    """Totals of a run, as ADK-Rust's report summary: one row per case run."""
+    """Totals of a run, as ADK-Rust's report summary: one row per case run (rules in `report.aggregate`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,10 +123,18 @@ class RunSummary(BaseModel):
     passed: int
     failed: int
     not_evaluated: int = 0
-    pass_rate: float
+    pass_rate: float = Field(description="passed / (passed + failed): not-evaluated case runs are left out.")
     avg_scores: dict[str, float] = Field(default_factory=dict)
     agent_failures: int = 0
     mean_latency_seconds: float = 0.0
+    pass_at_k: dict[int, float] = Field(
+        default_factory=dict, description="Mean pass@k over cases, k = 1..num_runs (only when cases ran repeatedly)."
+    )
+    flaky_cases: list[str] = Field(
+        default_factory=list, description="`eval_set_id/eval_id` of cases that both passed and failed across runs."
+    )
+    cached_case_runs: int = Field(0, description="Case runs whose invocations were reused from an earlier run.")
+    cache_sources: list[CacheSource] = Field(default_factory=list, description="Where those came from.")
 
 
 class RunReport(BaseModel):
@@ -111,6 +158,34 @@ class RunReport(BaseModel):
     regression: dict[str, Any] | None = Field(
         default=None, description="The comparison with the baseline run (RegressionReport.to_payload), if any."
     )
+    status: str = Field(
+        default="completed",
+        description="How the run ended (`agent_eval.store.RunStatus`): `errored` when too many case runs could "
+        "not reach the agent (an outage: not compared, never a baseline).",
+    )
+    error: str | None = Field(default=None, description="Why the run errored: the count and the first cause.")
+
+    @field_validator("config")
+    @classmethod
+    def _config_without_secrets(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """Every report, built or read back (even from a run stored before redaction), holds its config redacted
+        (`agent_eval.secrets.redact_config`): a report is shown, exported and stored."""
+        return redact_config(config)
+
+    @field_validator("regression")
+    @classmethod
+    def _alerts_without_secrets(cls, regression: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The alert record's texts redacted too (a webhook error of an earlier release may hold the URL)."""
+        alerts = (regression or {}).get("alerts")
+        if regression is None or not isinstance(alerts, dict):
+            return regression
+        redacted = {key: redact_text(value) if isinstance(value, str) else value for key, value in alerts.items()}
+        return {**regression, "alerts": redacted}
+
+    @property
+    def errored(self) -> bool:
+        """Whether the run is an outage rather than a result (see `agent_eval.flows.outage`)."""
+        return self.status == "errored"
 
     @property
     def regressed(self) -> bool:
@@ -124,6 +199,24 @@ class RunReport(BaseModel):
     def failures(self) -> list[CaseResult]:
         """The case runs that failed (an agent error or a failing metric), in report order."""
         return [case for case in self.cases if case.status is EvalStatus.FAILED]
+
+    def not_evaluated_cases(self) -> list[CaseResult]:
+        """The case runs that were not evaluated (no failure, some criterion could not score), in report order."""
+        return [case for case in self.cases if case.status is EvalStatus.NOT_EVALUATED]
+
+    def unscored_criteria(self) -> list[str]:
+        """The criteria that scored no case run, in order of first appearance.
+
+        Only case runs whose agent did not fail count: a criterion is listed when it has a result on at least one
+        such case run and none of those results is scored (PASSED, FAILED or INFORMATIONAL).
+        """
+        seen: dict[str, bool] = {}
+        for case in self.cases:
+            if case.agent_run.failed:
+                continue
+            for result in case.metrics:
+                seen[result.metric_name] = seen.get(result.metric_name, False) or result.scored
+        return [name for name, scored in seen.items() if not scored]
 
     def all_passed(self) -> bool:
         """Whether no case run failed (ADK-Rust's `all_passed`; the CLI exits 0 exactly then)."""

@@ -1,7 +1,7 @@
 """The store: SQLModel tables for eval set versions, runs, case and metric results; SQLite by default,
 PostgreSQL by URL; Alembic migrations applied on first use of an engine."""
 
-from agent_eval.store.engine import DB_URL_ENV, default_db_url, get_engine, normalize_url
+from agent_eval.store.engine import DB_URL_ENV, check_store, default_db_url, get_engine, normalize_url, shown_url
 from agent_eval.store.models import (
     CaseRecord,
     EvalSetVersion,
@@ -27,17 +27,25 @@ from agent_eval.store.queries import (
     stored_eval_sets,
 )
 from agent_eval.store.repository import (
+    HEARTBEAT_SECONDS,
+    STALE_AFTER,
     complete_run,
+    end_run,
+    heartbeat,
+    mark_abandoned_runs,
     mark_run_crashed,
     mark_stale_runs,
     record_case_run,
     record_regression,
     save_report,
     start_run,
+    this_host,
 )
 
 __all__ = [
     "DB_URL_ENV",
+    "HEARTBEAT_SECONDS",
+    "STALE_AFTER",
     "CaseRecord",
     "CaseScore",
     "EvalSetVersion",
@@ -50,15 +58,19 @@ __all__ = [
     "RunStatus",
     "agent_run_of",
     "case_scores",
+    "check_store",
     "complete_run",
     "default_db_url",
+    "end_run",
     "eval_set_hashes",
     "find_baseline",
     "get_engine",
     "get_run",
+    "heartbeat",
     "list_runs",
     "load_case_records",
     "load_report",
+    "mark_abandoned_runs",
     "mark_run_crashed",
     "mark_stale_runs",
     "metric_means",
@@ -66,6 +78,8 @@ __all__ = [
     "record_case_run",
     "record_regression",
     "save_report",
+    "shown_url",
     "start_run",
     "stored_eval_sets",
+    "this_host",
 ]

@@ -15,16 +15,29 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, InterfaceError, NoSuchModuleError, OperationalError
 from sqlmodel import create_engine
 
+from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.settings import home_dir
 from agent_eval.store.migrate import upgrade
 
-__all__ = ["DB_URL_ENV", "default_db_url", "get_engine", "new_engine", "normalize_url"]
+__all__ = ["DB_URL_ENV", "check_store", "default_db_url", "get_engine", "new_engine", "normalize_url", "shown_url"]
 
 DB_URL_ENV = "AGENT_EVAL_DB_URL"
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+CONNECT_TIMEOUT_SECONDS = 10
+_UNREACHABLE_MARKERS = (
+    "connection refused",
+    "could not connect",
+    "timeout expired",
+    "timed out",
+    "no route to host",
+    "name or service not known",
+    "could not translate host name",
+    "server closed the connection",
+)
 
 
 def default_db_url() -> str:
@@ -54,8 +67,68 @@ def _engine(url: str) -> Engine:
     return engine
 
 
+def check_store(url: str | None = None) -> Engine | None:
+    """Open (and migrate) the store before any work starts, turning every failure into one line. A SQLite
+    file that does not exist yet is not created here (bad input found later must leave nothing behind): its
+    folder is checked instead, and None returned.
+
+    Raises:
+        EvalInputError: the URL cannot be used (unknown scheme, malformed, a database or file that does not
+            exist, refused credentials): a user mistake, exit code 2.
+        InfrastructureError: the database server could not be reached: exit code 4.
+    """
+    raw = url or default_db_url()
+    if _new_sqlite_file(normalize_url(raw)):
+        return None
+    try:
+        return get_engine(raw)
+    except ArgumentError as error:
+        raise EvalInputError(f"the store URL {shown_url(raw)!r} cannot be used: {error}") from None
+    except (NoSuchModuleError, ImportError) as error:
+        raise EvalInputError(f"the store URL {shown_url(raw)!r} names an unknown database kind: {error}") from None
+    except (OperationalError, InterfaceError) as error:
+        cause = _first_line(error)
+        if any(marker in cause.lower() for marker in _UNREACHABLE_MARKERS):
+            raise InfrastructureError(f"cannot reach the store at {shown_url(raw)!r}: {cause}") from None
+        raise EvalInputError(f"cannot open the store at {shown_url(raw)!r}: {cause}") from None
+
+
+def _new_sqlite_file(url: str) -> bool:
+    """Whether `url` names a SQLite file that does not exist yet (its folder being usable).
+
+    Raises:
+        EvalInputError: the file could not be created there.
+    """
+    if not url.startswith("sqlite:///"):
+        return False
+    path = Path(url.removeprefix("sqlite:///")).absolute()
+    if path.exists():
+        return False
+    existing = next(parent for parent in path.parents if parent.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise EvalInputError(f"cannot create the store {str(path)!r}: {existing} is not a writable folder")
+    return True
+
+
+def shown_url(url: str) -> str:
+    """A store URL fit to print: its password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url.split("@", 1)[-1] if "@" in url else url
+
+
+def _first_line(error: BaseException) -> str:
+    """The driver's own message, without SQLAlchemy's wrapping and background links."""
+    original = getattr(error, "orig", None) or error
+    lines = [line.strip() for line in str(original).splitlines() if line.strip()]
+    return lines[0] if lines else type(original).__name__
+
+
 def new_engine(url: str) -> Engine:
     """A new engine for a normalized URL, without touching its schema (SQLite: WAL, immediate transactions)."""
+    if url.startswith("postgresql"):
+        return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
     if not url.startswith("sqlite:///"):
         return create_engine(url, pool_pre_ping=True)
     Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)

@@ -97,6 +97,8 @@ class RunBase(SQLModel):
     regressed: bool | None = None
     regression: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     error: str | None = None
+    host: str | None = Field(default=None, max_length=255)
+    pid: int | None = None
 
 
 class Run(RunBase, table=True):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
@@ -13,6 +15,7 @@ from sqlmodel import Session, col, select
 from agent_eval.errors import EvalInputError
 from agent_eval.report.aggregate import summarize
 from agent_eval.report.models import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
+from agent_eval.run_configs import scoring_fingerprints
 from agent_eval.schema import AgentRun, CacheOrigin, EvalSet, EvalStatus, Invocation, TokenUsage
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import (
@@ -27,10 +30,12 @@ from agent_eval.store.models import (
 )
 
 __all__ = [
+    "BaselineChoice",
     "CaseScore",
     "RunNotFoundError",
     "agent_run_of",
     "case_scores",
+    "choose_baseline",
     "eval_set_hashes",
     "find_baseline",
     "get_run",
@@ -133,29 +138,123 @@ def eval_set_hashes(run_id: str, engine: Engine | None = None) -> dict[str, str 
         return dict(session.exec(statement).all())
 
 
+@dataclass(frozen=True)
+class BaselineChoice:
+    """The run a run is compared with and why, or (`run_id` None) why there is no comparable one."""
+
+    run_id: str | None
+    reason: str
+
+
 def find_baseline(run_id: str, engine: Engine | None = None) -> str | None:
-    """The run to compare `run_id` with: the latest other completed run of the same agent reference over the
-    same eval set versions (every eval set id with the same content hash), or None."""
+    """The id of the run `choose_baseline` picks for `run_id`, or None (rule there)."""
+    return choose_baseline(run_id, engine).run_id
+
+
+def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | None = None) -> BaselineChoice:
+    """The baseline of `run_id`: the pinned run, else the latest comparable one; with the reason either way.
+
+    A run is comparable with `run_id` when it is an other run that started no later, is `completed` (an
+    `errored`, `cancelled`, `crashed` or `running` run never is), has the same agent reference, the same eval
+    set ids with the same content versions, and scored each eval set with the same criteria: the same scoring
+    fingerprint (`agent_eval.schema.scoring_fingerprint` of the config that scored it: criteria with their
+    thresholds and options, custom metrics, user simulator; the `regression` section does not count). The
+    fingerprints are computed from `runs.config`, so runs of earlier releases are compared by the same rule.
+
+    A pinned run is used whatever its config (the comparison then keeps to what both measured alike, see
+    `agent_eval.report.regression`), unless it is missing or not completed.
+
+    Raises:
+        RunNotFoundError: no run `run_id`.
+    """
     engine = engine or get_engine()
-    wanted = eval_set_hashes(run_id, engine)
     with Session(engine) as session:
         run = _run(session, run_id)
-        statement = (
-            select(Run.id)
-            .where(col(Run.agent_reference) == run.agent_reference, col(Run.status) == RunStatus.COMPLETED)
-            .where(col(Run.id) != run_id, col(Run.started_at) <= run.started_at)
-            .order_by(col(Run.started_at).desc())
+        if pinned is not None:
+            return _pinned(session, pinned)
+        candidates = _earlier_runs(session, run)
+        versions = _eval_set_versions(session, [run_id, *(c.id for c in candidates)])
+        completed = [c for c in candidates if c.status == RunStatus.COMPLETED]
+        same_sets = [c for c in completed if versions.get(c.id, {}) == versions.get(run_id, {})]
+        configs = _configs(session, [c.id for c in same_sets])
+    wanted = scoring_fingerprints(run.config, run.eval_set_ids)
+    chosen = next((c for c in same_sets if scoring_fingerprints(configs[c.id], run.eval_set_ids) == wanted), None)
+    if chosen is not None:
+        when = _minute(chosen.started_at)
+        return BaselineChoice(
+            chosen.id, f"latest completed run of the same agent, eval set versions and criteria, {when}"
         )
-        candidates = list(session.exec(statement).all())
-        links = session.exec(
-            select(RunEvalSet.run_id, RunEvalSet.eval_set_id, RunEvalSet.eval_set_hash).where(
-                col(RunEvalSet.run_id).in_(candidates)
-            )
-        ).all()
+    return BaselineChoice(None, _no_baseline_reason(candidates, completed, same_sets))
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    id: str
+    status: str
+    started_at: datetime
+
+
+def _pinned(session: Session, pinned: str) -> BaselineChoice:
+    baseline = session.get(Run, pinned)
+    if baseline is None:
+        return BaselineChoice(None, f"the pinned baseline run {pinned!r} is not in the store")
+    if baseline.status != RunStatus.COMPLETED:
+        return BaselineChoice(
+            None, f"the pinned baseline run {pinned!r} is {baseline.status}: only a completed run is a baseline"
+        )
+    return BaselineChoice(pinned, f"pinned with --baseline, {_minute(baseline.started_at)}")
+
+
+def _earlier_runs(session: Session, run: Run) -> list[_Candidate]:
+    """Every other run of the same agent reference that started no later than `run`, newest first."""
+    statement = (
+        select(Run.id, Run.status, Run.started_at)
+        .where(col(Run.agent_reference) == run.agent_reference, col(Run.id) != run.id)
+        .where(col(Run.started_at) <= run.started_at)
+        .order_by(col(Run.started_at).desc(), col(Run.id))
+    )
+    return [_Candidate(*row) for row in session.exec(statement).all()]
+
+
+def _configs(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    statement = select(Run.id, Run.config).where(col(Run.id).in_(run_ids))
+    return {run_id: dict(config or {}) for run_id, config in session.exec(statement).all()}
+
+
+def _eval_set_versions(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, str | None]]:
+    """Per run, each eval set id with its content hash: one query for all the runs, not one each."""
+    statement = select(RunEvalSet.run_id, RunEvalSet.eval_set_id, RunEvalSet.eval_set_hash).where(
+        col(RunEvalSet.run_id).in_(run_ids)
+    )
     versions: dict[str, dict[str, str | None]] = defaultdict(dict)
-    for candidate, eval_set_id, eval_set_hash in links:  # one query for all candidates, not one each
-        versions[candidate][eval_set_id] = eval_set_hash
-    return next((c for c in candidates if versions.get(c, {}) == wanted), None)
+    for run_id, eval_set_id, eval_set_hash in session.exec(statement).all():
+        versions[run_id][eval_set_id] = eval_set_hash
+    return versions
+
+
+def _no_baseline_reason(candidates: list[_Candidate], completed: list[_Candidate], same_sets: list[_Candidate]) -> str:
+    """E.g. "2 earlier runs of this agent and eval set versions used other criteria"."""
+    if same_sets:
+        reason = f"{_runs(len(same_sets))} of this agent and eval set versions used other criteria"
+    elif completed:
+        reason = f"{_runs(len(completed))} of this agent evaluated other eval sets or other versions of them"
+    else:
+        reason = "no earlier completed run of this agent"
+    others = sorted({c.status for c in candidates if c.status != RunStatus.COMPLETED})
+    if others:
+        counts = ", ".join(f"{sum(c.status == status for c in candidates)} {status}" for status in others)
+        reason += f" (never a baseline: {counts})"
+    return reason
+
+
+def _runs(count: int) -> str:
+    return f"{count} earlier completed run" + ("s" if count != 1 else "")
+
+
+def _minute(started_at: datetime) -> str:
+    """E.g. `2026-12-02 21:14 UTC`."""
+    moment = as_utc(started_at) or started_at
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def stored_eval_sets(run_id: str, engine: Engine | None = None) -> list[EvalSet]:
@@ -296,4 +395,6 @@ def _report(run: RunRead, cases: list[CaseResult]) -> RunReport:
         cases=cases,
         summary=RunSummary.model_validate(run.summary) if completed else summarize(cases),
         regression=run.regression,
+        status=run.status,
+        error=run.error,
     )

@@ -6,14 +6,18 @@ The life of a run row (see `agent_eval.flows.evaluate`):
 2. `record_case_run`: each case run as soon as the agent's invocation finished (its final status comes later);
 3. `complete_run`: in one transaction, the final case statuses, every metric result, the summary, `completed`.
 
-A run that never gets to 3 never looks complete. The crash-marking rule: a flow that fails or is cancelled
-marks its own run `crashed` (`mark_run_crashed`); a process killed outright leaves it `running`, and
-`mark_stale_runs(older_than)` marks `crashed` every running run whose last write (`updated_at`, its heartbeat
-bumped by every case run written) is older than that.
+A run that never gets to 3 never looks complete. The ending rules: a flow that fails marks its own run
+`crashed`, one cancelled (a signal, the UI) `cancelled`, one that could not reach its agent `errored`
+(`end_run`). A process killed outright (SIGKILL, power loss) leaves it `running` until `mark_abandoned_runs`,
+called before every run and history command, marks it `crashed`: at once when its process id on this host is
+gone, else when its heartbeat (`updated_at`, bumped every `HEARTBEAT_SECONDS` and by each case run written) is
+older than `STALE_AFTER`.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,20 +29,32 @@ from sqlmodel import Session, col, select
 
 from agent_eval.report.models import CaseResult, RunReport
 from agent_eval.schema import AgentRun, EvalSet, EvalStatus, content_hash
+from agent_eval.secrets import redact_text
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import CaseRecord, EvalSetVersion, MetricRecord, Run, RunCreate, RunEvalSet, RunStatus
 
 __all__ = [
+    "HEARTBEAT_SECONDS",
+    "STALE_AFTER",
     "complete_run",
+    "end_run",
+    "heartbeat",
+    "mark_abandoned_runs",
     "mark_run_crashed",
     "mark_stale_runs",
     "record_case_run",
     "record_regression",
     "save_report",
     "start_run",
+    "this_host",
 ]
 
 CaseKey = tuple[str, str, int]
+
+HEARTBEAT_SECONDS = 30.0
+"""How often a running flow bumps its run's `updated_at`."""
+STALE_AFTER = timedelta(minutes=10)
+"""A running run with no heartbeat for this long is crashed (its process died on another machine)."""
 
 
 def start_run(run: RunCreate, eval_sets: Sequence[EvalSet] = (), engine: Engine | None = None) -> str:
@@ -116,27 +132,76 @@ def record_regression(
         session.execute(update(Run).where(col(Run.id) == run_id).values(**values))
 
 
-def mark_run_crashed(run_id: str, engine: Engine | None = None) -> bool:
-    """Mark one run `crashed` if it is still `running`; returns whether it was."""
+def end_run(run_id: str, status: str, error: str | None = None, engine: Engine | None = None) -> bool:
+    """End a run that is still `running` with `status` (crashed, cancelled, errored) and its first cause;
+    returns whether it was running. A run that already ended keeps its status."""
+    values: dict[str, Any] = {"status": status, "updated_at": datetime.now(UTC)}
+    if error is not None:
+        values["error"] = error
     with Session(engine or get_engine()) as session, session.begin():
         statement = update(Run).where(col(Run.id) == run_id, col(Run.status) == RunStatus.RUNNING)
-        return bool(session.execute(statement.values(status=RunStatus.CRASHED)).rowcount)  # type: ignore[attr-defined]
+        return bool(session.execute(statement.values(**values)).rowcount)  # type: ignore[attr-defined]
+
+
+def mark_run_crashed(run_id: str, engine: Engine | None = None, error: str | None = None) -> bool:
+    """Mark one run `crashed` if it is still `running`; returns whether it was."""
+    return end_run(run_id, RunStatus.CRASHED, error, engine)
+
+
+def heartbeat(run_id: str, engine: Engine | None = None) -> None:
+    """Bump a running run's `updated_at`: the flow does it every `HEARTBEAT_SECONDS` while the run lives."""
+    with Session(engine or get_engine()) as session, session.begin():
+        statement = update(Run).where(col(Run.id) == run_id, col(Run.status) == RunStatus.RUNNING)
+        session.execute(statement.values(updated_at=datetime.now(UTC)))
 
 
 def mark_stale_runs(older_than: timedelta, engine: Engine | None = None, *, now: datetime | None = None) -> list[str]:
     """Mark `crashed` every `running` run with no write for `older_than`; returns their ids, sorted.
 
-    The last write is the run's heartbeat `updated_at` (its start, then each case run written), or its start
-    for runs of the first release. Pick `older_than` above the slowest single case run of your agents.
+    The last write is the run's heartbeat `updated_at` (bumped every `HEARTBEAT_SECONDS` while its flow lives,
+    and by each case run written), or its start for runs of the first release.
     """
     cutoff = (now or datetime.now(UTC)) - older_than
     last_write = func.coalesce(col(Run.updated_at), col(Run.started_at))
-    with Session(engine or get_engine()) as session, session.begin():
+    with Session(engine or get_engine()) as session:
         stale = select(Run.id).where(col(Run.status) == RunStatus.RUNNING, last_write < cutoff)
         ids = sorted(session.exec(stale).all())
-        if ids:
-            session.execute(update(Run).where(col(Run.id).in_(ids)).values(status=RunStatus.CRASHED))
-    return ids
+    error = f"no heartbeat for {older_than}: the process that ran it died"
+    return [run_id for run_id in ids if end_run(run_id, RunStatus.CRASHED, error, engine)]
+
+
+def mark_abandoned_runs(engine: Engine | None = None, *, stale_after: timedelta = STALE_AFTER) -> list[str]:
+    """Mark `crashed` the running runs whose process is gone: on this host, a process id that no longer
+    lives; anywhere, no heartbeat for `stale_after`. Called before every run and history command, so no
+    run stays `running` in history. Returns the ids marked."""
+    engine = engine or get_engine()
+    with Session(engine) as session:
+        statement = select(Run.id, Run.pid).where(col(Run.status) == RunStatus.RUNNING, col(Run.host) == this_host())
+        dead = {run_id: pid for run_id, pid in session.exec(statement).all() if pid and not _process_alive(pid)}
+    error = "its process ({pid} on {host}) ended without finishing the run"
+    marked = [
+        run_id
+        for run_id, pid in sorted(dead.items())
+        if end_run(run_id, RunStatus.CRASHED, error.format(pid=pid, host=this_host()), engine)
+    ]
+    return sorted({*marked, *mark_stale_runs(stale_after, engine)})
+
+
+def this_host() -> str:
+    """The name this machine's runs are recorded under."""
+    return socket.gethostname()
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _add_run(session: Session, run: Run, eval_sets: Sequence[EvalSet]) -> None:
@@ -212,9 +277,9 @@ def _case_values(run_id: str, run: AgentRun, status: EvalStatus) -> dict[str, An
         "run_index": run.run_index,
         "status": int(status),
         "failure": 1 if run.failed else 0,
-        "error": run.error,
+        "error": redact_text(run.error) if run.error else None,
         "error_kind": run.error_kind,
-        "error_traceback": run.error_traceback,
+        "error_traceback": redact_text(run.error_traceback) if run.error_traceback else None,
         "latency_seconds": run.latency_seconds,
         "attempts": run.attempts,
         "cached_from_run_id": run.cached_from.run_id if run.cached_from else None,
@@ -226,10 +291,11 @@ def _case_values(run_id: str, run: AgentRun, status: EvalStatus) -> dict[str, An
 
 
 def _completion(report: RunReport) -> dict[str, Any]:
-    """The columns a completed run sets."""
+    """The columns a finished run sets: `completed`, or `errored` (with its cause) for an outage."""
     summary = report.summary
     return {
-        "status": RunStatus.COMPLETED,
+        "status": RunStatus.ERRORED if report.errored else RunStatus.COMPLETED,
+        "error": report.error,
         "completed_at": report.completed_at,
         "updated_at": report.completed_at,
         "total": summary.total,

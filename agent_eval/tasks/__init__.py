@@ -3,18 +3,20 @@ a run in the store."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from prefect import Task, task
+from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, TaskRun
 from prefect.context import TaskRunContext
 from prefect.runtime import task_run
 from prefect.tasks import exponential_backoff
 
-from agent_eval.agents import Agent, AgentFailure, is_transient
+from agent_eval.agents import Agent, AgentFailure, is_transient, run_agent_case
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.report.models import MetricResult, RunReport
-from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalSet, content_hash
+from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, content_hash
 from agent_eval.store import RunCreate, complete_run, get_engine, start_run
 
 __all__ = [
@@ -27,15 +29,17 @@ __all__ = [
     "score_metric",
 ]
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 """Bumped when `AgentRun` changes shape, so old cached invocations are not read back."""
 
 INVOKE_RETRIES = 3
 
 
 def invocation_cache_key(_context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    """Agent fingerprint + eval set + case content hash + run index: the same agent code on the same case
-    and run index is served from the cache, across flow runs."""
+    """Agent fingerprint + eval set + case content hash + run index (never the origin): the same agent code on
+    the same case and run index finds the same cache entry, across flow runs. Whether a found entry may be
+    used is the flow's decision (`agent_eval.flows.evaluate`): within one evaluation always, from an earlier
+    one only when asked."""
     agent: Agent = parameters["agent"]
     case: EvalCase = parameters["case"]
     return (
@@ -61,22 +65,26 @@ def _retry_if_transient(_task: Task[..., Any], _task_run: TaskRun, state: State[
     cache_key_fn=invocation_cache_key,
     persist_result=True,
 )
-async def invoke_case(agent: Agent, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
-    """Run the agent on one case (all turns, fresh session); returns the actual invocations.
+async def invoke_case(
+    agent: Agent, case: EvalCase, eval_set_id: str, run_index: int, origin: CacheOrigin | None = None
+) -> AgentRun:
+    """Run the agent on one case (all turns, fresh session); returns the actual invocations, stamped with
+    `origin` (the run invoking it, and when) so that a later reader of the cache knows where it came from.
 
     Raises `AgentFailure` (not retried, not cached) when the agent fails for good, and the transient error
     itself when it is worth retrying. `attempts` on the result counts this task's tries (1 + retries used).
     """
     attempts = max(1, int(task_run.run_count or 1))
     try:
-        run = await agent.run_case(case, eval_set_id, run_index)
+        run = await run_agent_case(agent, case, eval_set_id, run_index)
     except AgentFailure as failure:
         failure.run.attempts = attempts
         raise
-    return run.model_copy(update={"attempts": attempts})
+    stamp = (origin or CacheOrigin()).model_copy(update={"invoked_at": datetime.now(UTC)})
+    return run.model_copy(update={"attempts": attempts, "cached_from": stamp})
 
 
-@task(name="score-criterion", task_run_name="score {eval_metric.metric_name}")
+@task(name="score-criterion", task_run_name="score {eval_metric.metric_name}", cache_policy=NO_CACHE)
 async def score_metric(
     spec: MetricSpec, eval_metric: EvalMetric, runs: list[tuple[EvalCase, AgentRun]]
 ) -> list[MetricResult]:
@@ -84,13 +92,13 @@ async def score_metric(
     return await score_criterion(spec, eval_metric, runs)
 
 
-@task(name="start-run")
+@task(name="start-run", cache_policy=NO_CACHE)
 def record_run_start(run: RunCreate, eval_sets: list[EvalSet], db_url: str | None) -> str:
     """Insert the run with status `running` and the eval set versions it evaluates; returns the run id."""
     return start_run(run, eval_sets, get_engine(db_url))
 
 
-@task(name="persist-run")
+@task(name="persist-run", cache_policy=NO_CACHE)
 def persist_report(report: RunReport, db_url: str | None) -> str:
     """Complete the run in one transaction: final case statuses, metric results, summary; returns the run id."""
     return complete_run(report, get_engine(db_url))

@@ -1,8 +1,9 @@
 """A process that evaluates a slow agent on an eval set, for tests/flows/test_resume.py to kill and start again.
 
-Usage: `python tests/flows/resume_worker.py EVAL_FILE` from the repository root, with `$AGENT_EVAL_DB_URL` (the
-store), `$RESUME_AGENT_LOG` (a file the agent appends each message to when it finishes a case) and Prefect's
-home and result storage set by the caller; prints the run's id, status and case count as JSON on success.
+Usage, from the repository root: `python tests/flows/resume_worker.py EVAL_FILE` (evaluate) or
+`python tests/flows/resume_worker.py --rerun RUN_ID [--only-failed]` (resume a run), with `$AGENT_EVAL_DB_URL`
+(the store), `$RESUME_AGENT_LOG` (a file the agent appends each message to when it finishes a case) and
+Prefect's home and result storage set by the caller; prints the run's id and case counts as JSON on success.
 
 The agent has a fixed fingerprint, so both processes compute the same invocation cache keys even if the other
 files of this folder change in between.
@@ -41,12 +42,15 @@ def _slow_echo(message: str, session: AgentSession) -> AgentTurn:
 slow_agent = CallableAgent(_slow_echo, reference=AGENT_REFERENCE, fingerprint="resume-worker-slow-echo-v1")
 
 
-def main(eval_file: str) -> None:
-    from agent_eval import evaluate
+def main(arguments: list[str]) -> None:
+    from agent_eval import evaluate, rerun
 
-    report = evaluate(eval_file, agent=AGENT_REFERENCE, max_concurrency=1)
+    if arguments[0] == "--rerun":
+        report = rerun(arguments[1], only_failed="--only-failed" in arguments, max_concurrency=1)
+    else:
+        report = evaluate(arguments[0], agent=AGENT_REFERENCE, max_concurrency=1)
     print(json.dumps({"run_id": report.run_id, "cases": len(report.cases), "passed": report.summary.passed}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

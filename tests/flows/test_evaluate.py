@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -63,19 +64,39 @@ def test_demo_runs_end_to_end_with_the_designed_failures(demo_dir: Path, sqlite_
         assert calls == ["set_device_info", "get_device_info"]
 
 
-def test_second_identical_run_is_served_from_the_cache(tmp_path: Path, sqlite_url: str) -> None:
+def test_every_evaluation_invokes_the_agent_unless_reuse_is_asked(tmp_path: Path, sqlite_url: str) -> None:
     eval_file, messages = write_echo_set(tmp_path, ["first", "second", "third"])
 
     first = evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url)
     second = evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url)
 
-    assert [agents_for_tests.CALLS[m] for m in messages.values()] == [1, 1, 1]
+    assert [agents_for_tests.CALLS[m] for m in messages.values()] == [2, 2, 2]  # tonight's agent, not the cache
     assert first.summary.passed == second.summary.passed == 3
-    assert first.run_id != second.run_id
-    assert _count(sqlite_url, Run) == 2
+    assert [c.agent_run.cached_from for c in second.cases] == [None, None, None]
 
-    evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url, refresh_cache=True)
+    reused = evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url, reuse_max_age_hours=1)
+
     assert [agents_for_tests.CALLS[m] for m in messages.values()] == [2, 2, 2]
+    origins = [c.agent_run.cached_from for c in reused.cases]
+    assert [o.run_id if o else None for o in origins] == [second.run_id] * 3
+    with Session(get_engine(sqlite_url)) as session:
+        stored = session.exec(select(CaseRecord).where(CaseRecord.run_id == reused.run_id)).all()
+        assert {(r.cached_from_run_id, r.cached_at is not None) for r in stored} == {(second.run_id, True)}
+    assert _count(sqlite_url, Run) == 3
+
+    evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url, reuse_max_age_hours=1, refresh_cache=True)
+    assert [agents_for_tests.CALLS[m] for m in messages.values()] == [3, 3, 3]
+
+
+def test_answers_older_than_the_maximum_age_are_not_reused(tmp_path: Path, sqlite_url: str) -> None:
+    eval_file, messages = write_echo_set(tmp_path, ["old"])
+    evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url)
+    time.sleep(1.5)
+
+    again = evaluate(eval_file, agent=f"{AGENTS}:echo_agent", db_url=sqlite_url, reuse_max_age_hours=1 / 3600)
+
+    assert agents_for_tests.CALLS[messages["old"]] == 2
+    assert again.cases[0].agent_run.cached_from is None
 
 
 def test_num_runs_invokes_each_case_once_per_run_index(tmp_path: Path, sqlite_url: str) -> None:
@@ -145,5 +166,6 @@ def test_a_hanging_agent_is_interrupted_retried_and_recorded(tmp_path: Path, sql
     by_id = {case.eval_id: case for case in report.cases}
     assert agents_for_tests.CALLS["hang:" + messages["hang_forever"]] == 4  # 1 try + 3 retries, each cut off
     assert by_id["hang_forever"].failure == 1
-    assert by_id["hang_forever"].agent_run.error == "TimeoutError: turn 1 took longer than 0.2 s"
+    assert by_id["hang_forever"].agent_run.error == "TurnTimeoutError: turn 1 took longer than 0.2 s"
+    assert by_id["hang_forever"].agent_run.error_kind == "timeout"
     assert by_id["quick"].passed

@@ -79,7 +79,7 @@ def test_rerun_of_only_failed_cases_when_none_failed_is_bad_input(tmp_path: Path
     source = evaluate(eval_file, agent=AGENT, db_url=sqlite_url)
     assert source.all_passed()
 
-    with pytest.raises(EvalInputError, match="no failed or errored case to run again"):
+    with pytest.raises(EvalInputError, match="no failed, unscored or unfinished case to run again"):
         rerun(source.run_id, only_failed=True, db_url=sqlite_url)
 
     assert _calls(messages) == {"clean": 1}

@@ -1,6 +1,7 @@
-"""A run killed mid-way (kill -9 of the process) can be started again and invokes only the cases that had not
-finished: the finished invocations are in Prefect's result storage (the invocation cache), shared by both
-processes, and the killed run stays `running` in the store until `mark_stale_runs` marks it `crashed`."""
+"""A run killed mid-way (kill -9 of the process) is marked `crashed` as soon as anyone looks (its process is
+gone), and `rerun RUN_ID --only-failed` resumes it: it covers every case without a passing result and invokes only
+those whose answer had not finished (the finished answers are in Prefect's result storage, shared by both
+processes, stamped with the killed run)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlmodel import Session, select
 
-from agent_eval.store import CaseRecord, Run, get_engine, get_run, list_runs, mark_stale_runs
+from agent_eval.store import CaseRecord, Run, get_engine, get_run, list_runs, mark_abandoned_runs, mark_stale_runs
 from tests.conftest import REPO_ROOT
 from tests.flows.helpers import write_echo_set
 
@@ -67,18 +67,22 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait(timeout=30)
 
 
-def test_a_run_killed_midway_resumes_with_only_the_unfinished_cases(tmp_path: Path) -> None:
+def test_a_run_killed_midway_is_crashed_and_its_rerun_invokes_only_the_unfinished_cases(tmp_path: Path) -> None:
     names = [f"case{i:02d}" for i in range(CASES)]
     eval_file, messages = write_echo_set(tmp_path, names)
     url = f"sqlite:///{tmp_path / 'store.db'}"
     log = tmp_path / "agent.log"
     env = _worker_env(tmp_path, url, log)
-    command = [sys.executable, WORKER, str(eval_file)]
 
     errors = tmp_path / "first.stderr"
     with errors.open("wb") as stderr:
         first = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+            [sys.executable, WORKER, str(eval_file)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
         )
     try:
         # Wait for 4 finished cases: logged by the agent AND stored by the flow, which stores a case run only
@@ -94,11 +98,24 @@ def test_a_run_killed_midway_resumes_with_only_the_unfinished_cases(tmp_path: Pa
     finally:
         _kill_group(first)
     logged_before = _log_lines(log)
-    (killed,) = list_runs(get_engine(url))
+    engine = get_engine(url)
+    (killed,) = list_runs(engine)
     stored_before = _stored_messages(url, killed.id, messages)
+    assert killed.status == "running" and killed.completed_at is None
+
+    # Anyone looking at the store (every CLI command does this first) ends it: its process is gone.
+    assert mark_abandoned_runs(engine) == [killed.id]
+    crashed = get_run(killed.id, engine)
+    assert crashed.status == "crashed" and "ended without finishing the run" in (crashed.error or "")
 
     second = subprocess.run(
-        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT + 60, check=False
+        [sys.executable, WORKER, "--rerun", killed.id, "--only-failed"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_TIMEOUT + 60,
+        check=False,
     )
 
     assert second.returncode == 0, second.stderr[-3000:]
@@ -109,21 +126,19 @@ def test_a_run_killed_midway_resumes_with_only_the_unfinished_cases(tmp_path: Pa
     assert FINISHED_BEFORE_KILL <= len(logged_before) < CASES
     assert len(set(logged_before)) == len(logged_before)
     assert set(logged_before[:FINISHED_BEFORE_KILL]) <= stored_before
-    # the second process invoked only what had not finished: what was stored came from the cache
-    assert everything - set(logged_before) <= set(logged_after) <= everything - stored_before
-    counts = Counter(logged_before + logged_after)
-    assert set(counts) == everything
-    assert sum(counts.values()) <= CASES + 1  # a case that finished but was not yet cached may run twice
-    assert all(counts[message] == 1 for message in logged_before[:FINISHED_BEFORE_KILL])
-    # the killed run is still `running` and becomes `crashed` when marked stale; the resumed one completed
-    assert killed.status == "running" and killed.completed_at is None
-    assert resumed == {"run_id": resumed["run_id"], "cases": CASES, "passed": CASES}
-    engine = get_engine(url)
+    # the rerun ran exactly the cases without a finished result, and invoked each of them once
+    assert set(logged_after) == everything - stored_before
+    assert len(logged_after) == len(set(logged_after))
+    unfinished = CASES - len(stored_before)
+    assert resumed == {"run_id": resumed["run_id"], "cases": unfinished, "passed": unfinished}
     done = get_run(resumed["run_id"], engine)
-    assert (done.status, done.total, done.passed) == ("completed", CASES, CASES)
-    assert len(_stored_messages(url, done.id, messages)) == CASES
-    assert get_run(killed.id, engine).status == "running"
-    assert mark_stale_runs(timedelta(0), engine) == [killed.id]
-    assert get_run(killed.id, engine).status == "crashed"
+    assert (done.status, done.total, done.passed, done.source_run_id) == (
+        "completed",
+        unfinished,
+        unfinished,
+        killed.id,
+    )
+    assert _stored_messages(url, done.id, messages) == everything - stored_before
+    assert mark_stale_runs(timedelta(0), engine) == []
     with Session(engine) as session:
         assert sorted(session.exec(select(Run.status)).all()) == ["completed", "crashed"]

@@ -1,0 +1,141 @@
+"""The invoke stage of a run: one `invoke-case` task per case run, at most `max_concurrency` at once, each
+case run stored as soon as it is done, and the rule that decides when a cached answer may stand in for a call.
+
+The reuse rule (DESIGN principle 3): an evaluation measures the agent as it is now. A cached answer is used
+when it was produced by this evaluation (a Prefect retry of the same flow run, or a resumed attempt), by a run
+this evaluation resumes (`EvalRequest.reuse_from_runs`, set by `rerun`), or, only when the user asks
+(`reuse_max_age_hours`), by an earlier evaluation no older than that. Any other cached answer is discarded and
+the agent is invoked again (the fresh answer replaces it in the cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import cast
+
+from prefect import get_run_logger
+from prefect.client.schemas.objects import State
+
+from agent_eval.agents import AgentFailure, describe_error, error_kind_of, format_traceback
+from agent_eval.plan import CaseRunKey, EvalPlan
+from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
+from agent_eval.secrets import redact_text
+from agent_eval.store import get_engine, record_case_run
+from agent_eval.tasks import INVOKE_RETRIES, invoke_case
+
+__all__ = ["EVENTS_LOGGER", "ReusePolicy", "invoke_all"]
+
+EVENTS_LOGGER = logging.getLogger("agent_eval.events")
+EVENTS_LOGGER.addHandler(logging.NullHandler())  # silent unless the CLI (or the user) adds a handler
+EVENTS_LOGGER.propagate = False  # the flow run logger carries the same line to Prefect
+"""One line per failed case run; the CLI prints it to stderr (Prefect's own logs stay quiet)."""
+
+
+@dataclass(frozen=True)
+class ReusePolicy:
+    """Which cached answers this evaluation may use (see the module docstring)."""
+
+    run_id: str
+    flow_run_id: str | None
+    from_runs: frozenset[str]
+    max_age: timedelta | None
+
+    @classmethod
+    def of(cls, plan: EvalPlan, run_id: str, flow_run_id: str | None) -> ReusePolicy:
+        hours = plan.request.reuse_max_age_hours
+        return cls(
+            run_id=run_id,
+            flow_run_id=flow_run_id,
+            from_runs=frozenset(plan.request.reuse_from_runs),
+            max_age=timedelta(hours=hours) if hours is not None else None,
+        )
+
+    def origin(self) -> CacheOrigin:
+        """The stamp this evaluation puts on the answers it produces."""
+        return CacheOrigin(run_id=self.run_id, flow_run_id=self.flow_run_id)
+
+    def is_fresh(self, run: AgentRun) -> bool:
+        """Whether the agent was invoked by this very run (not found in the cache)."""
+        return run.cached_from is not None and run.cached_from.run_id == self.run_id
+
+    def accepts(self, run: AgentRun, now: datetime) -> bool:
+        """Whether a cached answer may stand in for invoking the agent."""
+        origin = run.cached_from
+        if origin is None:
+            return False
+        same_evaluation = self.flow_run_id is not None and origin.flow_run_id == self.flow_run_id
+        if same_evaluation or origin.run_id in self.from_runs:
+            return True
+        if self.max_age is None or origin.invoked_at is None:
+            return False
+        return now - origin.invoked_at <= self.max_age
+
+
+async def invoke_all(plan: EvalPlan, policy: ReusePolicy) -> list[tuple[EvalCase, AgentRun]]:
+    """Every case run, at most `max_concurrency` at once, in plan order; each stored as soon as it is done."""
+    limit = asyncio.Semaphore(plan.request.max_concurrency)
+    engine = get_engine(plan.request.db_url)
+
+    async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
+        async with limit:
+            run = await _invoke(plan, key, policy, refresh=plan.request.refresh_cache)
+            if not run.failed and not policy.is_fresh(run) and not policy.accepts(run, datetime.now(UTC)):
+                run = await _invoke(plan, key, policy, refresh=True)  # an answer of another evaluation
+        run = _with_origin(run, policy)
+        if run.failed:
+            _report_failure(key, run)
+        await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
+        return key.case, run
+
+    return list(await asyncio.gather(*(one(key) for key in plan.case_runs())))
+
+
+async def _invoke(plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, *, refresh: bool) -> AgentRun:
+    task = invoke_case.with_options(refresh_cache=True) if refresh else invoke_case
+    # An async task called with return_state=True gives a coroutine of its final state.
+    call = task(plan.agent, key.case, key.eval_set_id, key.run_index, policy.origin(), return_state=True)
+    state = await cast(Awaitable[State[AgentRun]], call)
+    return await _run_from_state(state, key)
+
+
+def _with_origin(run: AgentRun, policy: ReusePolicy) -> AgentRun:
+    """`cached_from` is kept only on an answer that came from another run."""
+    if run.cached_from is None or run.cached_from.run_id != policy.run_id:
+        return run
+    return run.model_copy(update={"cached_from": None})
+
+
+async def _run_from_state(state: State[AgentRun], key: CaseRunKey) -> AgentRun:
+    """The task's `AgentRun`, or a failed one carrying the error when the task failed."""
+    outcome = await state.aresult(raise_on_failure=False)
+    if isinstance(outcome, AgentRun):
+        return outcome
+    if isinstance(outcome, AgentFailure):
+        return outcome.run
+    attempts = INVOKE_RETRIES + 1  # a task that fails with anything but AgentFailure used all its retries
+    if not isinstance(outcome, BaseException):
+        outcome = RuntimeError(str(outcome))
+    return AgentRun(
+        eval_set_id=key.eval_set_id,
+        eval_id=key.case.eval_id,
+        run_index=key.run_index,
+        error=redact_text(describe_error(outcome)),
+        error_kind=error_kind_of(outcome),
+        error_traceback=redact_text(format_traceback(outcome)),
+        attempts=attempts,
+    )
+
+
+def _report_failure(key: CaseRunKey, run: AgentRun) -> None:
+    """One line for a failed case run: where, what kind, the error's first line."""
+    first_line = (run.error or "").strip().splitlines()[0] if run.error else "failed"
+    where = f"{key.eval_set_id}/{key.case.eval_id}" + (f" run {key.run_index}" if key.run_index else "")
+    kind = {"transport": "could not reach the agent", "timeout": "timed out"}.get(run.error_kind or "", "failed")
+    line = f"case {where} {kind} after {run.attempts} attempt(s): {first_line}"
+    line = redact_text(line)
+    EVENTS_LOGGER.warning("%s", line)
+    get_run_logger().warning("%s", line)

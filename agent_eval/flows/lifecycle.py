@@ -1,0 +1,94 @@
+"""How a run row ends, whatever ends the process: the flow's own ending, a signal, Prefect cancelling or
+crashing the flow run, or the process dying outright.
+
+- While a run is evaluated it is listed in `ACTIVE_RUNS` and its heartbeat (`updated_at`) is bumped every
+  `HEARTBEAT_SECONDS`.
+- The CLI's signal handler (SIGINT, SIGTERM) ends every active run `cancelled` (`cancel_active_runs`).
+- Prefect's state hooks end the runs of a flow run that Prefect cancelled (`cancelled`) or saw crash
+  (`crashed`), e.g. a deployment cancelled from the UI, whose process Prefect stops.
+- A process killed outright leaves its run `running`; `agent_eval.store.mark_abandoned_runs`, called before
+  every run and history command, ends it `crashed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from prefect import Flow
+from prefect.client.schemas.objects import FlowRun, State
+from sqlmodel import Session, col, select
+
+from agent_eval.store import HEARTBEAT_SECONDS, Run, RunStatus, end_run, get_engine, heartbeat
+
+__all__ = ["ACTIVE_RUNS", "cancel_active_runs", "end_runs_of_flow_run", "on_cancelled", "on_crashed", "tracked"]
+
+ACTIVE_RUNS: dict[str, str | None] = {}
+"""Run id → store URL of every run this process is evaluating now."""
+_LOCK = threading.Lock()
+
+
+@contextlib.asynccontextmanager
+async def tracked(run_id: str, db_url: str | None) -> AsyncIterator[None]:
+    """List the run as active and keep its heartbeat going while the body runs."""
+    with _LOCK:
+        ACTIVE_RUNS[run_id] = db_url
+    beating = asyncio.create_task(_beat(run_id, db_url))
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with _LOCK:
+            ACTIVE_RUNS.pop(run_id, None)
+
+
+async def _beat(run_id: str, db_url: str | None) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_SECONDS)
+        with contextlib.suppress(Exception):  # a missed beat is retried next time; the run goes on
+            await asyncio.to_thread(heartbeat, run_id, get_engine(db_url))
+
+
+def cancel_active_runs(reason: str) -> list[str]:
+    """End every active run of this process `cancelled` with `reason`; returns their ids. Safe to call from
+    a signal handler: each write is its own short transaction, and a store that fails is skipped."""
+    with _LOCK:
+        active = dict(ACTIVE_RUNS)
+    ended = []
+    for run_id, db_url in active.items():
+        with contextlib.suppress(Exception):
+            if end_run(run_id, RunStatus.CANCELLED, reason, get_engine(db_url)):
+                ended.append(run_id)
+    return ended
+
+
+def end_runs_of_flow_run(flow_run_id: str, db_url: str | None, status: str, reason: str) -> list[str]:
+    """End every still-running run started by a Prefect flow run."""
+    engine = get_engine(db_url)
+    with Session(engine) as session:
+        statement = select(Run.id).where(col(Run.flow_run_id) == flow_run_id, col(Run.status) == RunStatus.RUNNING)
+        ids = list(session.exec(statement).all())
+    return [run_id for run_id in ids if end_run(run_id, status, reason, engine)]
+
+
+def on_cancelled(flow: Flow[..., Any], flow_run: FlowRun, state: State[Any]) -> None:
+    """Prefect `on_cancellation` hook: the flow run's runs end `cancelled`."""
+    _end_from_hook(flow_run, RunStatus.CANCELLED, f"cancelled in Prefect: {state.message or state.name}")
+
+
+def on_crashed(flow: Flow[..., Any], flow_run: FlowRun, state: State[Any]) -> None:
+    """Prefect `on_crashed` hook: the flow run's runs end `crashed`."""
+    _end_from_hook(flow_run, RunStatus.CRASHED, f"the flow run crashed: {state.message or state.name}")
+
+
+def _end_from_hook(flow_run: FlowRun, status: str, reason: str) -> None:
+    parameters = flow_run.parameters or {}
+    request = parameters.get("request") or {}
+    db_url = request.get("db_url") if isinstance(request, dict) else getattr(request, "db_url", None)
+    if db_url and "***" in db_url:  # Prefect keeps the URL without its password: use the one held in memory
+        db_url = next(iter(ACTIVE_RUNS.values()), None)
+    with contextlib.suppress(Exception):  # a hook must not hide the state it reports
+        end_runs_of_flow_run(str(flow_run.id), db_url, status, reason)

@@ -1,0 +1,101 @@
+"""Ending the `agent-eval` process on SIGINT / SIGTERM within seconds, leaving nothing behind.
+
+On the first signal: the runs this process is evaluating end `cancelled` in the store (and their Prefect flow
+runs, on a Prefect server that outlives us), every child process (Prefect's temporary server, an agent's
+subprocesses) is stopped, one line says what happened, and the process exits with `EXIT_INTERRUPTED`. Each step
+has a deadline, so a store or server that does not answer cannot keep the process alive. A second signal while
+this runs is ignored. Only the CLI installs this: a library must not take over its host's signals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from agent_eval.errors import EXIT_INTERRUPTED
+
+__all__ = ["descendants", "install_signal_handlers", "stop_descendants"]
+
+STEP_DEADLINE_SECONDS = 4.0
+
+
+def install_signal_handlers() -> None:
+    """Handle SIGINT and SIGTERM as described in the module docstring."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_signal)
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, signal.SIG_IGN)
+    name = signal.Signals(signum).name
+    ended = _within_deadline(lambda: _cancel_runs(f"stopped by {name}"), default=[])
+    stop_descendants()
+    shown = ", ".join(ended) if ended else "none"
+    print(f"agent-eval: stopped by {name}; run(s) marked cancelled: {shown}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _cancel_runs(reason: str) -> list[str]:
+    from agent_eval.flows.lifecycle import cancel_active_runs
+
+    return cancel_active_runs(reason)
+
+
+def _within_deadline(step: Callable[[], list[str]], *, default: list[str]) -> list[str]:
+    """Run `step` on a daemon thread; give up on it after `STEP_DEADLINE_SECONDS`."""
+    box: list[list[str]] = []
+    worker = threading.Thread(target=lambda: box.append(step()), daemon=True)
+    worker.start()
+    worker.join(STEP_DEADLINE_SECONDS)
+    return box[0] if box else default
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Every living descendant of `pid` (default: this process), children first (Linux `/proc`)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid or os.getpid()]
+    while queue:
+        children = parents.get(queue.pop(0), [])
+        found.extend(children)
+        queue.extend(children)
+    return found
+
+
+def stop_descendants(grace_seconds: float = 3.0) -> None:
+    """SIGTERM every descendant, then SIGKILL those still alive after `grace_seconds`."""
+    targets = descendants()
+    _send(targets, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+        time.sleep(0.05)
+    _send([pid for pid in targets if _alive(pid)], signal.SIGKILL)
+
+
+def _send(pids: list[int], signum: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def _alive(pid: int) -> bool:
+    """Alive and not a zombie (a zombie child is gone for all purposes; our exit reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -1,0 +1,95 @@
+"""`agent-eval run` stopped by SIGTERM or SIGINT mid-run: exit 130 within seconds, one line on stderr, the run
+stored `cancelled`, and no process left behind (Prefect's temporary server included)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_eval.shutdown import descendants
+from agent_eval.store import get_engine, get_run, list_runs
+from tests.conftest import REPO_ROOT
+from tests.flows.helpers import write_echo_set
+
+pytestmark = pytest.mark.flow
+
+STARTUP_TIMEOUT = 150.0
+EXIT_DEADLINE = 20.0
+SLOW_AGENT = """
+import time
+from agent_eval.agents import AgentTurn, ToolCallRecord
+
+def agent(message, session):
+    time.sleep(1.0)
+    return AgentTurn(
+        response=f"answer: {message}",
+        tool_calls=[ToolCallRecord(name="lookup", args={"query": message}, response={"ok": True})],
+    )
+"""
+
+
+def _env(tmp_path: Path, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_")}
+    env.update(
+        AGENT_EVAL_DB_URL=url,
+        AGENT_EVAL_HOME=str(tmp_path / "agent_eval"),
+        PREFECT_HOME=str(tmp_path / "prefect"),
+        PREFECT_LOCAL_STORAGE_PATH=str(tmp_path / "prefect" / "storage"),
+        PYTHONPATH=str(tmp_path),
+    )
+    return env
+
+
+def _wait_for_a_stored_case(process: subprocess.Popen[str], url: str, store: Path) -> str:
+    """The run id, once the run has stored its first case run."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        runs = list_runs(get_engine(url)) if store.exists() else []
+        if runs and runs[0].updated_at and runs[0].updated_at > runs[0].started_at:
+            return runs[0].id
+        time.sleep(0.2)
+    raise AssertionError("the run did not store a case in time")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_mid_run_cancels_the_run_and_leaves_no_process(tmp_path: Path, signum: signal.Signals) -> None:
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
+    eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
+    store = tmp_path / "store.db"
+    url = f"sqlite:///{store}"
+    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent"]
+    process = subprocess.Popen(
+        [*command, "--max-concurrency", "1"],
+        cwd=REPO_ROOT,
+        env=_env(tmp_path, url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        run_id = _wait_for_a_stored_case(process, url, store)
+        children = descendants(process.pid)
+        assert children, "Prefect's temporary server should be a child of the run"
+        sent = time.monotonic()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=EXIT_DEADLINE)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+
+    assert process.returncode == 130
+    assert took < EXIT_DEADLINE
+    assert stderr.strip().splitlines() == [f"agent-eval: stopped by {signum.name}; run(s) marked cancelled: {run_id}"]
+    run = get_run(run_id, get_engine(url))
+    assert (run.status, run.error) == ("cancelled", f"stopped by {signum.name}")
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []
