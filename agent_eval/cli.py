@@ -21,10 +21,11 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from agent_eval.agents import AGENT_REFERENCE_FORMS
 from agent_eval.errors import (
@@ -352,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in STORE_COMMANDS:
             _open_store(args.db_url)
-        return COMMANDS[args.command](args)
+        return _run_command(args)
     except EvalInputError as error:  # and RunNotFoundError: an unknown run id
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
     except InfrastructureError as error:
@@ -363,6 +364,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error_line(
             f"{type(error).__name__}: {error} (run again with -v for the traceback)", EXIT_INFRASTRUCTURE
         )
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """The command; a signal that reaches it as an exception (Prefect's flow engine raises `TerminationSignal`
+    from its own SIGTERM handler while a flow runs) ends the process as our own handler does."""
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        _stop_for_signal(signal.SIGINT)
+    except BaseException as error:
+        signum = getattr(error, "signal", None)
+        if type(error).__name__ == "TerminationSignal" and isinstance(signum, int):
+            _stop_for_signal(signum)
+        raise
+
+
+def _stop_for_signal(signum: int) -> NoReturn:
+    from agent_eval.shutdown import stop_for_signal
+
+    stop_for_signal(signum)
 
 
 def _open_store(db_url: str | None) -> None:

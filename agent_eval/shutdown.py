@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from agent_eval.errors import EXIT_INTERRUPTED
 
-__all__ = ["descendants", "install_signal_handlers", "stop_descendants"]
+__all__ = ["descendants", "install_signal_handlers", "stop_descendants", "stop_for_signal"]
 
 STEP_DEADLINE_SECONDS = 4.0
 
@@ -33,6 +34,12 @@ def install_signal_handlers() -> None:
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    stop_for_signal(signum)
+
+
+def stop_for_signal(signum: int) -> NoReturn:
+    """Everything the module docstring says, then exit. Also called by the CLI when a signal reached it as an
+    exception (Prefect's flow engine swaps in its own SIGTERM handler, which raises `TerminationSignal`)."""
     for other in (signal.SIGINT, signal.SIGTERM):
         signal.signal(other, signal.SIG_IGN)
     name = signal.Signals(signum).name

@@ -20,7 +20,7 @@ from prefect.states import Completed, Failed
 
 from agent_eval.agents import preflight_agent
 from agent_eval.flows.invoke import ReusePolicy, invoke_all
-from agent_eval.flows.lifecycle import on_cancelled, on_crashed, tracked
+from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
 from agent_eval.judge import close_judge_clients
 from agent_eval.plan import EvalPlan, EvalRequest, prepare
@@ -90,7 +90,8 @@ def _end_unfinished(run_id: str, db_url: str | None, error: BaseException) -> No
     cancelled = isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
     status = RunStatus.CANCELLED if cancelled else RunStatus.CRASHED
     try:
-        end_run(run_id, status, f"{type(error).__name__}: {error}".strip(": "), get_engine(db_url))
+        if end_run(run_id, status, f"{type(error).__name__}: {error}".strip(": "), get_engine(db_url)) and cancelled:
+            CANCELLED_RUNS.add(run_id)
     except Exception as write_error:
         get_run_logger().warning("could not mark run %s %s: %s", run_id, status, write_error)
 

@@ -24,10 +24,20 @@ from sqlmodel import Session, col, select
 
 from agent_eval.store import HEARTBEAT_SECONDS, Run, RunStatus, end_run, get_engine, heartbeat
 
-__all__ = ["ACTIVE_RUNS", "cancel_active_runs", "end_runs_of_flow_run", "on_cancelled", "on_crashed", "tracked"]
+__all__ = [
+    "ACTIVE_RUNS",
+    "CANCELLED_RUNS",
+    "cancel_active_runs",
+    "end_runs_of_flow_run",
+    "on_cancelled",
+    "on_crashed",
+    "tracked",
+]
 
 ACTIVE_RUNS: dict[str, str | None] = {}
 """Run id → store URL of every run this process is evaluating now."""
+CANCELLED_RUNS: set[str] = set()
+"""Runs of this process that the flow itself ended `cancelled` (its tasks cancelled as a signal stopped it)."""
 _LOCK = threading.Lock()
 
 
@@ -62,7 +72,8 @@ def cancel_active_runs(reason: str) -> list[str]:
         with contextlib.suppress(Exception):
             if end_run(run_id, RunStatus.CANCELLED, reason, get_engine(db_url)):
                 ended.append(run_id)
-    return ended
+    with _LOCK:
+        return sorted({*ended, *CANCELLED_RUNS})
 
 
 def end_runs_of_flow_run(flow_run_id: str, db_url: str | None, status: str, reason: str) -> list[str]:

@@ -7,6 +7,7 @@ the environment when a case runs, so the tests point GOOGLE_GEMINI_BASE_URL at t
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections import Counter
@@ -177,3 +178,24 @@ def test_a_simulated_user_drives_a_scenario_case(home_model: HomeModel, tmp_path
     assert [content_text(i.final_response) for i in invocations] == ["hello there", "Done, the temperature is set."]
     calls = invocations[1].intermediate_data.tool_uses  # type: ignore[union-attr]
     assert [(c.name, c.args) for c in calls] == [("set_temperature", {"location": "kitchen", "temperature": 21})]
+
+
+def test_a_genai_run_logs_no_cache_key_errors_and_one_line_per_failed_case(
+    home_model: HomeModel, tmp_path: Path, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = uuid.uuid4().hex[:8]
+    cases = [chain_case("chain", token, 23), {"eval_id": "bad", "conversation": [turn(f"bad {token}", "hi", [])]}]
+    config = {"criteria": {"tool_trajectory_avg_score": 1.0}}
+
+    events_logger = logging.getLogger("agent_eval.events")  # it does not propagate: listen to it directly
+    events_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO):
+            report = evaluate(write_eval_set(tmp_path, cases, config), agent=AGENT, db_url=sqlite_url)
+    finally:
+        events_logger.removeHandler(caplog.handler)
+
+    assert [c.eval_id for c in report.failures()] == ["bad"]
+    assert not [r.getMessage() for r in caplog.records if "cache key" in r.getMessage()]
+    events = [r.getMessage() for r in caplog.records if r.name == "agent_eval.events"]
+    assert len(events) == 1 and events[0].startswith(f"case {report.eval_set_ids[0]}/bad failed after 1 attempt(s): ")

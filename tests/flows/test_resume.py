@@ -126,19 +126,14 @@ def test_a_run_killed_midway_is_crashed_and_its_rerun_invokes_only_the_unfinishe
     assert FINISHED_BEFORE_KILL <= len(logged_before) < CASES
     assert len(set(logged_before)) == len(logged_before)
     assert set(logged_before[:FINISHED_BEFORE_KILL]) <= stored_before
-    # the rerun ran exactly the cases without a finished result, and invoked each of them once
+    # no case had passed (none was scored), so the rerun covers all of them; it invoked exactly those whose
+    # answer had not been stored, each once, and took the killed run's stored answers from the cache
     assert set(logged_after) == everything - stored_before
     assert len(logged_after) == len(set(logged_after))
-    unfinished = CASES - len(stored_before)
-    assert resumed == {"run_id": resumed["run_id"], "cases": unfinished, "passed": unfinished}
+    assert resumed == {"run_id": resumed["run_id"], "cases": CASES, "passed": CASES}
     done = get_run(resumed["run_id"], engine)
-    assert (done.status, done.total, done.passed, done.source_run_id) == (
-        "completed",
-        unfinished,
-        unfinished,
-        killed.id,
-    )
-    assert _stored_messages(url, done.id, messages) == everything - stored_before
+    assert (done.status, done.total, done.passed, done.source_run_id) == ("completed", CASES, CASES, killed.id)
+    assert _stored_messages(url, done.id, messages) == everything
     assert mark_stale_runs(timedelta(0), engine) == []
     with Session(engine) as session:
         assert sorted(session.exec(select(Run.status)).all()) == ["completed", "crashed"]
