@@ -69,52 +69,35 @@ def _record(llm: ClientLlm, response: LlmResponse, score: AutoRaterScore) -> Aut
     return score
 
 
-class FinalResponseMatchV2(FinalResponseMatchV2Evaluator):
+class _OverClientLlm:
+    """What ADK's LLM-as-judge evaluators share here: their auto-rater is our `ClientLlm`, and each parse of
+    an answer is noted on its call. Mixed in before ADK's evaluator class."""
+
+    client_llm: ClientLlm
+
+    def __init__(self, eval_metric: AdkEvalMetric, llm: ClientLlm) -> None:
+        self.client_llm = llm
+        super().__init__(eval_metric)  # type: ignore[call-arg]  # ADK's evaluator, next in the MRO
+
+    def _setup_auto_rater(self) -> BaseLlm:
+        return self.client_llm
+
+    def convert_auto_rater_response_to_score(self, auto_rater_response: LlmResponse) -> AutoRaterScore:
+        """ADK's parse of the answer, noted on its call."""
+        parse = super().convert_auto_rater_response_to_score  # type: ignore[misc]
+        return _record(self.client_llm, auto_rater_response, parse(auto_rater_response))
+
+
+class FinalResponseMatchV2(_OverClientLlm, FinalResponseMatchV2Evaluator):
     """ADK's `final_response_match_v2` evaluator over `ClientLlm`."""
 
-    def __init__(self, eval_metric: AdkEvalMetric, llm: ClientLlm) -> None:
-        self.client_llm = llm
-        super().__init__(eval_metric)
 
-    def _setup_auto_rater(self) -> BaseLlm:
-        return self.client_llm
-
-    def convert_auto_rater_response_to_score(self, auto_rater_response: LlmResponse) -> AutoRaterScore:
-        """ADK's parse of the answer, noted on its call."""
-        score = super().convert_auto_rater_response_to_score(auto_rater_response)
-        return _record(self.client_llm, auto_rater_response, score)
-
-
-class RubricFinalResponseQuality(RubricBasedFinalResponseQualityV1Evaluator):
+class RubricFinalResponseQuality(_OverClientLlm, RubricBasedFinalResponseQualityV1Evaluator):
     """ADK's `rubric_based_final_response_quality_v1` evaluator over `ClientLlm`."""
 
-    def __init__(self, eval_metric: AdkEvalMetric, llm: ClientLlm) -> None:
-        self.client_llm = llm
-        super().__init__(eval_metric)
 
-    def _setup_auto_rater(self) -> BaseLlm:
-        return self.client_llm
-
-    def convert_auto_rater_response_to_score(self, auto_rater_response: LlmResponse) -> AutoRaterScore:
-        """ADK's parse of the answer, noted on its call."""
-        score = super().convert_auto_rater_response_to_score(auto_rater_response)
-        return _record(self.client_llm, auto_rater_response, score)
-
-
-class RubricToolUseQuality(RubricBasedToolUseV1Evaluator):
+class RubricToolUseQuality(_OverClientLlm, RubricBasedToolUseV1Evaluator):
     """ADK's `rubric_based_tool_use_quality_v1` evaluator over `ClientLlm`."""
-
-    def __init__(self, eval_metric: AdkEvalMetric, llm: ClientLlm) -> None:
-        self.client_llm = llm
-        super().__init__(eval_metric)
-
-    def _setup_auto_rater(self) -> BaseLlm:
-        return self.client_llm
-
-    def convert_auto_rater_response_to_score(self, auto_rater_response: LlmResponse) -> AutoRaterScore:
-        """ADK's parse of the answer, noted on its call."""
-        score = super().convert_auto_rater_response_to_score(auto_rater_response)
-        return _record(self.client_llm, auto_rater_response, score)
 
 
 @dataclass(frozen=True)

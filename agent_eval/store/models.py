@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import field_validator
-from sqlalchemy import JSON, DateTime, Index, UniqueConstraint, text
+from sqlalchemy import JSON, DateTime, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -96,7 +96,7 @@ class RunBase(SQLModel):
     baseline_run_id: str | None = Field(default=None, max_length=64)
     regressed: bool | None = None
     regression: dict[str, Any] | None = Field(default=None, sa_type=JSON)
-    error: str | None = None
+    error: str | None = Field(default=None, sa_type=Text)
     host: str | None = Field(default=None, max_length=255)
     pid: int | None = None
 
@@ -159,7 +159,7 @@ class CaseRecord(SQLModel, table=True):
     failure: int = 0
     error: str | None = None
     error_kind: str | None = Field(default=None, max_length=16)
-    error_traceback: str | None = None
+    error_traceback: str | None = Field(default=None, sa_type=Text)
     latency_seconds: float = 0.0
     attempts: int = 1
     cached_from_run_id: str | None = Field(default=None, max_length=64)
