@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.agents import REPLAY_REFERENCE, Agent, TurnAgent, find_default_agent, resolve_agent
 from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
@@ -25,7 +25,7 @@ from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import JudgedOptions
 from agent_eval.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet
-from agent_eval.secrets import redact_config, redact_url_credentials
+from agent_eval.secrets import ConfigParameter, UrlParameter
 
 __all__ = [
     "CaseRunKey",
@@ -66,7 +66,7 @@ class EvalRequest(BaseModel):
         description="Agent reference: 'package.module:attr', 'file.py:attr', an agent folder, or 'replay'. "
         "Default: 'replay' when every case holds its predictions, else the agent.py beside the eval files.",
     )
-    config: str | dict[str, Any] | None = Field(
+    config: ConfigParameter = Field(
         default=None,
         description="An ADK test_config.json path, or the config itself, for every eval set. Default: each eval "
         "file's test_config.json beside it (ADK's default criteria without one).",
@@ -75,7 +75,7 @@ class EvalRequest(BaseModel):
     max_concurrency: int = Field(
         default=DEFAULT_MAX_CONCURRENCY, ge=1, le=256, description="Agent invocations running at once."
     )
-    db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
+    db_url: UrlParameter = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
     refresh_cache: bool = Field(default=False, description="Invoke the agent even where a cached run exists.")
     reuse_max_age_hours: float | None = Field(
         default=None,
@@ -96,14 +96,6 @@ class EvalRequest(BaseModel):
         gt=0,
         description="Seconds one agent turn may take before it is interrupted and retried (None: no limit).",
     )
-
-    @field_serializer("config", when_used="json")
-    def _config_without_secrets(self, config: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
-        return redact_config(config) if isinstance(config, dict) else config
-
-    @field_serializer("db_url", when_used="json")
-    def _db_url_without_password(self, db_url: str | None) -> str | None:
-        return redact_url_credentials(db_url) if db_url else db_url
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,17 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import PlainSerializer
 
 __all__ = [
     "ENV_PREFIX",
     "PREFECT_SECRET_PREFIX",
     "REDACTED",
+    "ConfigParameter",
     "SecretUnavailableError",
+    "UrlParameter",
     "is_reference",
     "redact_config",
     "redact_text",
@@ -301,3 +305,18 @@ def _plain_text(text: str) -> str:
 def _is_secret_name(name: str) -> bool:
     normalized = re.sub(r"[^a-z0-9]", "", name.lower())
     return normalized in _SECRET_NAMES or any(part in normalized for part in _SECRET_NAME_PARTS)
+
+
+def _config_parameter(config: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+    return redact_config(config) if isinstance(config, dict) else config
+
+
+def _url_parameter(url: str | None) -> str | None:
+    return redact_url_credentials(url) if url else url
+
+
+ConfigParameter = Annotated[str | dict[str, Any] | None, PlainSerializer(_config_parameter, when_used="json")]
+"""A flow parameter holding a config (path or dict): its JSON, which Prefect stores, has the secrets redacted;
+the flow itself gets the value as given."""
+UrlParameter = Annotated[str | None, PlainSerializer(_url_parameter, when_used="json")]
+"""A flow parameter holding a URL: its JSON, which Prefect stores, has no password."""

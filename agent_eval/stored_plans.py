@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.agents import AgentFailure, resolve_agent
 from agent_eval.errors import EvalInputError
@@ -21,7 +21,7 @@ from agent_eval.plan import (
 )
 from agent_eval.run_configs import CONFIG_FILES, configs_by_eval_set
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus
-from agent_eval.secrets import redact_config, redact_url_credentials
+from agent_eval.secrets import ConfigParameter, UrlParameter
 from agent_eval.store import CaseRecord, agent_run_of, get_engine, get_run, load_case_records, stored_eval_sets
 
 __all__ = ["RerunRequest", "RescoreRequest", "StoredRunAgent", "plan_rerun", "plan_rescore"]
@@ -39,7 +39,7 @@ class RerunRequest(BaseModel):
     )
     refresh: bool = Field(default=False, description="Invoke the agent even where a cached invocation exists.")
     max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=256)
-    db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
+    db_url: UrlParameter = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
 
 
 class RescoreRequest(BaseModel):
@@ -48,19 +48,10 @@ class RescoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str = Field(description="The stored run whose recorded invocations are scored again.")
-    config: str | dict[str, Any] | None = Field(
+    config: ConfigParameter = Field(
         default=None, description="An ADK test_config.json path, or the config itself. Default: the run's own."
     )
-    db_url: str | None = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
-
-    @field_serializer("config", when_used="json")
-    def _config_without_secrets(self, config: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
-        """What Prefect stores as the flow run's parameters: the config's secrets redacted."""
-        return redact_config(config) if isinstance(config, dict) else config
-
-    @field_serializer("db_url", when_used="json")
-    def _url_without_password(self, db_url: str | None) -> str | None:
-        return redact_url_credentials(db_url) if db_url else db_url
+    db_url: UrlParameter = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
 
 
 RunKey = tuple[str, str, int]
