@@ -26,6 +26,7 @@ from agent_eval.metrics.judged import JudgedOptions
 from agent_eval.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet
 from agent_eval.secrets import ConfigParameter, UrlParameter
+from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 __all__ = [
     "CaseRunKey",
@@ -39,9 +40,6 @@ __all__ = [
     "ready_agent",
     "simulator_config",
 ]
-
-DEFAULT_MAX_CONCURRENCY = 8
-DEFAULT_TURN_TIMEOUT_SECONDS = 300.0
 
 
 class EvalRequest(BaseModel):

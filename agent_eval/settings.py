@@ -1,13 +1,20 @@
-"""Where agent-eval keeps its files: `$AGENT_EVAL_HOME`, default `~/.agent_eval`."""
+"""Where agent-eval keeps its files (`$AGENT_EVAL_HOME`, default `~/.agent_eval`) and its run defaults; imports
+nothing heavy (the CLI reads it before parsing arguments)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["HOME_ENV", "home_dir"]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "DEFAULT_TURN_TIMEOUT_SECONDS", "HOME_ENV", "home_dir"]
 
 HOME_ENV = "AGENT_EVAL_HOME"
+
+DEFAULT_MAX_CONCURRENCY = 8
+"""Agent invocations at once, by default."""
+
+DEFAULT_TURN_TIMEOUT_SECONDS = 300.0
+"""Seconds one agent turn may take before it is interrupted, by default."""
 
 
 def home_dir() -> Path:

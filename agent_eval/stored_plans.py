@@ -11,7 +11,6 @@ from agent_eval.agents import AgentFailure, resolve_agent
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config
 from agent_eval.plan import (
-    DEFAULT_MAX_CONCURRENCY,
     ConfigGroup,
     EvalPlan,
     EvalRequest,
@@ -22,6 +21,7 @@ from agent_eval.plan import (
 from agent_eval.run_configs import CONFIG_FILES, configs_by_eval_set
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus
 from agent_eval.secrets import ConfigParameter, UrlParameter
+from agent_eval.settings import DEFAULT_MAX_CONCURRENCY
 from agent_eval.store import CaseRecord, agent_run_of, get_engine, get_run, load_case_records, stored_eval_sets
 
 __all__ = ["RerunRequest", "RescoreRequest", "StoredRunAgent", "plan_rerun", "plan_rescore"]

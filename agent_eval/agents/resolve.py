@@ -27,6 +27,7 @@ from agent_eval.agents.adk_agent import ADK_INSTALL_HINT, AdkAgent, is_adk_objec
 from agent_eval.agents.base import Agent
 from agent_eval.agents.callable import CallableAgent
 from agent_eval.agents.http_agent import is_http_reference, resolve_http_agent
+from agent_eval.agents.references import AGENT_REFERENCE_FORMS
 from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
 from agent_eval.errors import EvalInputError
 from agent_eval.imports import import_user_module
@@ -36,16 +37,6 @@ __all__ = ["AGENT_REFERENCE_FORMS", "DEFAULT_AGENT_ATTRIBUTE", "find_default_age
 DEFAULT_AGENT_ATTRIBUTE = "root_agent"
 ADK_APP_ATTRIBUTE = "app"
 AGENT_FILE_NAME = "agent.py"
-
-AGENT_REFERENCE_FORMS = """\
-adk-api+http://HOST:PORT/APP    app APP of an ADK api_server (`adk api_server`; adk-api+https:// too)
-http://HOST/PATH                a JSON endpoint: POST {prompt, session_id, user_id, state} per turn (https too)
-path/to/agent_folder            the folder's agent.py and its root_agent (or app), as `adk eval` finds it
-path/to/file.py:ATTR            an attribute of a Python file
-package.module:ATTR             an attribute of an importable module (the current folder is importable)
-replay                          no agent: the cases' recorded responses are scored as they are"""
-"""Every accepted `--agent` reference form, one per line (for the CLI help); an ATTR is an `Agent`, an ADK
-agent or `App`, or a plain function `fn(message[, session])`."""
 
 
 def resolve_agent(reference: str) -> Agent:

@@ -14,6 +14,7 @@ __all__ = [
     "DATASET_SUFFIXES",
     "EVAL_FILE_SUFFIXES",
     "MAX_INPUT_MB_ENV",
+    "check_paths_exist",
     "expand_path",
     "max_input_mb",
     "read_json",
@@ -104,6 +105,16 @@ def _eval_files_below(folder: Path) -> list[Path]:
         shown = ", ".join("*" + suffix for suffix in suffixes)
         raise EvalInputError(f"no eval files ({shown}) found", file=folder)
     return files
+
+
+def check_paths_exist(items: list[str]) -> None:
+    """Fail fast on a path that names nothing (the common typo), before anything heavy is imported.
+
+    Raises:
+        EvalInputError: a file, folder or glob of `items` names nothing (the same error loading would raise).
+    """
+    for item in items:
+        expand_path(split_case_selection(item)[0])
 
 
 def split_case_selection(item: str) -> tuple[str, list[str] | None]:

@@ -1,10 +1,29 @@
-"""The LLM judge: interface (base), client and backends (Gemini API, Vertex AI, OpenAI-compatible), cache."""
+"""The LLM judge: interface (base), client and backends (Gemini API, Vertex AI, OpenAI-compatible), cache.
 
-from agent_eval.judge.base import DEFAULT_JUDGE_MODEL, Judge, JudgeModelOptions, JudgeRequest, JudgeSample
-from agent_eval.judge.cache import JudgeCache
-from agent_eval.judge.client import ClientJudge, GenaiJudge, OpenAIJudge, close_judge_clients, make_judge
-from agent_eval.judge.credentials import JUDGE_CREDENTIALS_HELP, check_judge_credentials
-from agent_eval.judge.policy import JudgeStats, RetryPolicy
+Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_eval.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agent_eval.judge.base import DEFAULT_JUDGE_MODEL, Judge, JudgeModelOptions, JudgeRequest, JudgeSample
+    from agent_eval.judge.cache import JudgeCache
+    from agent_eval.judge.client import ClientJudge, GenaiJudge, OpenAIJudge, close_judge_clients, make_judge
+    from agent_eval.judge.credentials import JUDGE_CREDENTIALS_HELP, check_judge_credentials
+    from agent_eval.judge.policy import JudgeStats, RetryPolicy
+
+_EXPORTS = {
+    "agent_eval.judge.base": ("DEFAULT_JUDGE_MODEL", "Judge", "JudgeModelOptions", "JudgeRequest", "JudgeSample"),
+    "agent_eval.judge.cache": ("JudgeCache",),
+    "agent_eval.judge.client": ("ClientJudge", "GenaiJudge", "OpenAIJudge", "close_judge_clients", "make_judge"),
+    "agent_eval.judge.credentials": ("JUDGE_CREDENTIALS_HELP", "check_judge_credentials"),
+    "agent_eval.judge.policy": ("JudgeStats", "RetryPolicy"),
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEFAULT_JUDGE_MODEL",

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 from rapidfuzz import fuzz
-from scipy.optimize import linear_sum_assignment  # type: ignore[import-untyped]
 
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.common import CriterionOptions
@@ -279,6 +278,8 @@ def unordered_alignment(similarities: Sequence[Sequence[float]]) -> list[Pair]:
     """The pairs of maximum total similarity in any order (maximum-weight bipartite matching)."""
     if not similarities or not similarities[0]:
         return []
+    from scipy.optimize import linear_sum_assignment  # type: ignore[import-untyped]  # imported when first used
+
     rows, columns = linear_sum_assignment(np.asarray(similarities), maximize=True)
     pairs = [(i, j, similarities[i][j]) for i, j in zip(rows.tolist(), columns.tolist(), strict=True)]
     return [pair for pair in pairs if pair[2] > 0.0]

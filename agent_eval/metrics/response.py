@@ -10,11 +10,11 @@ content is its text parts joined with a newline. Overall score = mean over invoc
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import Counter
 from functools import lru_cache
-
-from nltk.stem import porter
+from typing import Any
 
 from agent_eval.metrics.common import overall_result, require_expected, status_for
 from agent_eval.metrics.registry import metric
@@ -27,15 +27,32 @@ from agent_eval.schema import (
     content_text,
 )
 
-__all__ = ["response_match_score", "rouge1_fmeasure", "tokenize"]
+__all__ = ["STEMMING_METRICS", "preload_stemmer", "response_match_score", "rouge1_fmeasure", "tokenize"]
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-_STEMMER = porter.PorterStemmer()
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """NLTK's Porter stemmer, made on first use: `import nltk` costs ~1.5 s (it imports scipy.stats)."""
+    from nltk.stem import porter
+
+    return porter.PorterStemmer()
+
+
+STEMMING_METRICS = frozenset({"response_match_score"})
+"""The metrics that stem words (ROUGE): a run that scores one loads the stemmer while its agent works."""
+
+
+def preload_stemmer() -> None:
+    """Import NLTK's stemmer on a background thread now (a run with a stemming metric calls this at its start),
+    so that the ~1.5 s import overlaps the agent's invocations instead of delaying the scores."""
+    threading.Thread(target=_stemmer, name="agent-eval-preload-stemmer", daemon=True).start()
 
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return str(_STEMMER.stem(word)) if len(word) > 3 else word
+    return str(_stemmer().stem(word)) if len(word) > 3 else word
 
 
 def _is_cjk(code: int) -> bool:
