@@ -1,24 +1,30 @@
-"""The Python API: `evaluate` runs the same Prefect flow as the CLI."""
+"""The Python API: `evaluate`, `rerun` and `rescore` run the same Prefect flows as the CLI; `aevaluate`,
+`arerun` and `arescore` are their async forms."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Sequence
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
-from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, EvalRequest, prepare
+from agent_eval.io.files import check_paths_exist
+from agent_eval.plan import EvalPlan, EvalRequest, prepare
 from agent_eval.report.models import RunReport
 from agent_eval.schema import EvalConfig
-from agent_eval.settings import home_dir
+from agent_eval.server import flow_server
+from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, home_dir
 from agent_eval.store import check_store
 from agent_eval.stored_plans import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
 
-__all__ = ["evaluate", "rerun", "rescore"]
+__all__ = ["aevaluate", "arerun", "arescore", "evaluate", "rerun", "rescore", "run_sync"]
+
+T = TypeVar("T")
 
 
 def evaluate(
@@ -37,6 +43,9 @@ def evaluate(
     baseline_run_id: str | None = None,
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
+
+    Works from plain code and from a running event loop (a Jupyter cell): there the flow runs on a loop of its
+    own in a worker thread; in async code prefer `await aevaluate(...)`.
 
     Args:
         dataset_or_paths: eval files, folders or globs (`FILE:case1,case2` selects cases), or a pandas
@@ -64,26 +73,33 @@ def evaluate(
         EvalInputError: bad input (files, config, agent reference, store URL), found before anything runs.
         InfrastructureError: the store or the agent's server cannot be reached; nothing is run or stored.
     """
-    check_store(db_url)
-    request = EvalRequest(
-        paths=_paths(dataset_or_paths),
-        format=format,
-        agent=agent,
-        config=_config(config),
-        num_runs=num_runs,
-        max_concurrency=max_concurrency,
-        db_url=db_url,
-        refresh_cache=refresh_cache,
-        reuse_max_age_hours=reuse_max_age_hours,
-        turn_timeout_seconds=turn_timeout_seconds,
-        tags=list(tags),
-        baseline_run_id=baseline_run_id,
-    )
-    plan = prepare(request)  # bad input fails here, before Prefect starts
-    _run_flow(preflight_agent(plan.agent))  # so does a wrong app name or an agent server that is down
-    from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs
+    request = _eval_request(**_arguments(locals()))
+    plan = _checked_plan(request)
+    return run_sync(_evaluate_plan(request, plan))
 
-    return _report_of(_run_flow(agent_eval_flow(request, return_state=True)))
+
+async def aevaluate(
+    dataset_or_paths: Any,
+    agent: str | None = None,
+    config: str | Path | EvalConfig | dict[str, Any] | None = None,
+    *,
+    format: InputFormat = "auto",
+    num_runs: int = 1,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    db_url: str | None = None,
+    refresh_cache: bool = False,
+    reuse_max_age_hours: float | None = None,
+    turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
+    tags: Sequence[str] = (),
+    baseline_run_id: str | None = None,
+) -> RunReport:
+    """`evaluate` for async code: the flow runs on the caller's event loop. Loading and checking the inputs
+    (files, config, the agent's import, the store) happens first and blocks the loop briefly.
+
+    Arguments, result and errors as `evaluate`.
+    """
+    request = _eval_request(**_arguments(locals()))
+    return await _evaluate_plan(request, _checked_plan(request))
 
 
 def rerun(
@@ -101,14 +117,29 @@ def rerun(
     Raises:
         EvalInputError: no such run, or nothing to run again.
     """
+    return run_sync(
+        arerun(run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url)
+    )
+
+
+async def arerun(
+    run_id: str,
+    *,
+    only_failed: bool = False,
+    refresh: bool = False,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    db_url: str | None = None,
+) -> RunReport:
+    """`rerun` for async code (arguments, result and errors as `rerun`)."""
     check_store(db_url)
     request = RerunRequest(
         run_id=run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url
     )
-    _run_flow(preflight_agent(plan_rerun(request).agent))
+    await preflight_agent(plan_rerun(request).agent)
     from agent_eval.flows import rerun_flow
 
-    return _report_of(_run_flow(rerun_flow(request, return_state=True)))
+    with flow_server():
+        return await _report_of(await rerun_flow(request, return_state=True))
 
 
 def rescore(
@@ -120,26 +151,69 @@ def rescore(
     Raises:
         EvalInputError: no such run, or a bad config.
     """
+    return run_sync(arescore(run_id, config, db_url=db_url))
+
+
+async def arescore(
+    run_id: str, config: str | Path | EvalConfig | dict[str, Any] | None = None, *, db_url: str | None = None
+) -> RunReport:
+    """`rescore` for async code (arguments, result and errors as `rescore`)."""
     check_store(db_url)
     request = RescoreRequest(run_id=run_id, config=_config(config), db_url=db_url)
     plan_rescore(request)
     from agent_eval.flows import rescore_flow
 
-    return _report_of(_run_flow(rescore_flow(request, return_state=True)))
+    with flow_server():
+        return await _report_of(await rescore_flow(request, return_state=True))
 
 
-def _run_flow(call: Awaitable[Any]) -> Any:
-    """Run an async flow call to its end, from sync code."""
+def run_sync(call: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end from sync code: on this thread when no event loop runs here, else (a Jupyter
+    cell, an async application) on a fresh loop in a worker thread, waiting for it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(call)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-eval") as pool:
+        return pool.submit(asyncio.run, call).result()
 
-    async def finish() -> Any:
-        return await call
 
-    return asyncio.run(finish())
+def _arguments(scope: dict[str, Any]) -> dict[str, Any]:
+    """`evaluate`'s arguments as `_eval_request` takes them."""
+    return {name: value for name, value in scope.items() if not name.startswith("_")}
 
 
-def _report_of(state: Any) -> RunReport:
+def _eval_request(
+    dataset_or_paths: Any,
+    config: str | Path | EvalConfig | dict[str, Any] | None,
+    tags: Sequence[str],
+    **fields: Any,
+) -> EvalRequest:
+    """The flow's request: paths as strings (a DataFrame written to a file), the config as its dict."""
+    paths = _paths(dataset_or_paths)
+    check_paths_exist(paths)  # a typo answers in well under a second
+    return EvalRequest(paths=paths, config=_config(config), tags=list(tags), **fields)
+
+
+def _checked_plan(request: EvalRequest) -> EvalPlan:
+    """The store checked, then the inputs loaded and checked: bad input fails here, before Prefect starts."""
+    check_store(request.db_url)
+    return prepare(request)
+
+
+async def _evaluate_plan(request: EvalRequest, plan: EvalPlan) -> RunReport:
+    """The agent's preflight check (a wrong app name or a dead server: one line, nothing stored), then the flow
+    on its server."""
+    await preflight_agent(plan.agent)
+    from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs
+
+    with flow_server():
+        return await _report_of(await agent_eval_flow(request, return_state=True))
+
+
+async def _report_of(state: Any) -> RunReport:
     """The flow's report, whether it ended Completed or Failed (a regression); its error otherwise."""
-    outcome = state.result(raise_on_failure=False)
+    outcome = await state.aresult(raise_on_failure=False)
     if isinstance(outcome, RunReport):
         return outcome
     if isinstance(outcome, BaseException):

@@ -2,7 +2,8 @@
 
 Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `rescore RUN_ID` (its
 invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
-failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`.
+failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`, `server
+start|stop|status` (the local Prefect server that runs reuse, `agent_eval.server`).
 
 Exit codes (one table for every command, `agent_eval.errors`): 0 every case passed (or the command did what
 it was asked), 1 a case failed or a criterion scored no case run, 2 usage / input / config error (a bad file,
@@ -11,8 +12,9 @@ baseline run, 4 infrastructure: the store, the agent's server or the judge could
 run is stored `errored`), 130 stopped by SIGINT / SIGTERM (the run is stored `cancelled`).
 
 Prefect's own console output is silenced unless `--verbose`: a failed case run is one line on stderr (its
-traceback is kept in the store; `-v` prints it). With no `PREFECT_API_URL` the flow runs on Prefect's
-temporary local server, whose own shutdown chatter is silenced too (set the variables yourself to override).
+traceback is kept in the store; `-v` prints it). With no `PREFECT_API_URL` the flow runs on a local Prefect
+server started once and reused by later runs, or in CI on Prefect's temporary server, whose own shutdown
+chatter is silenced too (set the variables yourself to override).
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
-from agent_eval.agents import AGENT_REFERENCE_FORMS
+from agent_eval.agents.references import AGENT_REFERENCE_FORMS
 from agent_eval.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -37,8 +39,10 @@ from agent_eval.errors import (
     EvalInputError,
     InfrastructureError,
 )
-from agent_eval.plan import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
-from agent_eval.report.models import RunReport
+from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
+
+if TYPE_CHECKING:
+    from agent_eval.report.models import RunReport
 
 __all__ = ["main"]
 
@@ -51,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_parser(commands)
     _add_history_parsers(commands)
     _add_stored_run_parsers(commands)
+    _add_server_parser(commands)
     return parser
 
 
@@ -96,7 +101,14 @@ def _add_run_parser(commands: Any) -> None:
     run.add_argument("--tag", action="append", default=[], help="a label stored with the run (repeatable)")
     run.add_argument("--baseline", help="compare with this run id (default: the latest comparable run)")
     _add_output_arguments(run)
+    _add_quiet_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
+
+
+def _add_quiet_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "-q", "--quiet", action="store_true", help="no live progress on stderr (the summary is still printed)"
+    )
 
 
 def _add_output_arguments(command: argparse.ArgumentParser) -> None:
@@ -125,9 +137,16 @@ def _add_stored_run_parsers(commands: Any) -> None:
     report.add_argument("--junit", help="also write JUnit XML to this file")
     for command in (rerun, rescore):
         _add_output_arguments(command)
+        _add_quiet_argument(command)
     for command in (rerun, rescore, report):
         command.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
         command.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
+
+
+def _add_server_parser(commands: Any) -> None:
+    """`server start|stop|status`: the local Prefect server that runs reuse (`agent_eval.server`)."""
+    server = commands.add_parser("server", help="start, stop or show the local Prefect server that runs reuse")
+    server.add_argument("action", choices=["start", "stop", "status"])
 
 
 def _add_history_parsers(commands: Any) -> None:
@@ -198,8 +217,6 @@ def run_command(args: argparse.Namespace) -> int:
     """`agent-eval run`: evaluate, print the summary, write the outputs, exit 1 when a case failed."""
     from agent_eval.api import evaluate
 
-    if args.output_dir:
-        _check_output_dir(args.output_dir)
     report = evaluate(
         args.paths,
         agent=args.agent,
@@ -221,8 +238,6 @@ def rerun_command(args: argparse.Namespace) -> int:
     """`agent-eval rerun`: a stored run's cases again; prints and exits like `run`."""
     from agent_eval.api import rerun
 
-    if args.output_dir:
-        _check_output_dir(args.output_dir)
     report = rerun(args.run_id, only_failed=args.only_failed, refresh=args.refresh, db_url=args.db_url)
     return _finish(report, args)
 
@@ -231,8 +246,6 @@ def rescore_command(args: argparse.Namespace) -> int:
     """`agent-eval rescore`: a stored run's invocations scored with a new config; prints and exits like `run`."""
     from agent_eval.api import rescore
 
-    if args.output_dir:
-        _check_output_dir(args.output_dir)
     return _finish(rescore(args.run_id, args.config, db_url=args.db_url), args)
 
 
@@ -324,6 +337,24 @@ def compare_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def server_command(args: argparse.Namespace) -> int:
+    """`agent-eval server start|stop|status`: one line about the local Prefect server."""
+    from agent_eval import server
+
+    if args.action == "start":
+        running, started = server.start_local_server()
+        server.wait_until_healthy(running)
+        state = "started" if started else "already running"
+        print(f"Local Prefect server {state}: UI {running.ui_url}, PREFECT_API_URL={running.api_url}")
+        return EXIT_OK
+    found = server.stop_local_server() if args.action == "stop" else server.local_server_status()
+    if found is None:
+        print("No local Prefect server runs")
+    else:
+        print(f"{'Stopped the' if args.action == 'stop' else 'Running:'} local Prefect server, UI {found.ui_url}")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": run_command,
     "history": history_command,
@@ -332,10 +363,11 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "rerun": rerun_command,
     "rescore": rescore_command,
     "report": report_command,
+    "server": server_command,
 }
 
 
-STORE_COMMANDS = frozenset(COMMANDS)
+STORE_COMMANDS = frozenset(COMMANDS) - {"server"}
 """Every command reads or writes the store: it is checked (and abandoned runs ended) before anything else."""
 EVALUATING_COMMANDS = frozenset({"run", "rerun", "rescore"})
 
@@ -350,9 +382,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agent_eval.shutdown import install_signal_handlers
 
         install_signal_handlers()
+        _show_progress(args)
     try:
+        _check_arguments(args)
         if args.command in STORE_COMMANDS:
             _open_store(args.db_url)
+        if args.command in EVALUATING_COMMANDS:
+            _start_prefect_server()
         return _run_command(args)
     except EvalInputError as error:  # and RunNotFoundError: an unknown run id
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
@@ -364,6 +400,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error_line(
             f"{type(error).__name__}: {error} (run again with -v for the traceback)", EXIT_INFRASTRUCTURE
         )
+    finally:
+        from agent_eval.progress import uninstall_progress
+
+        uninstall_progress()
+
+
+def _show_progress(args: argparse.Namespace) -> None:
+    """Live progress on stderr for an evaluating command (`agent_eval.progress`); none with `-q`, and no bar
+    with `-v`, whose Prefect log lines would tear it (status lines instead)."""
+    from agent_eval.progress import install_progress
+
+    stream = cast(TextIO, _NotATerminal(sys.stderr)) if args.verbose else None
+    install_progress(stream, enabled=not args.quiet, judge_stats=_judge_totals)
+
+
+def _judge_totals() -> dict[str, int]:
+    from agent_eval.judge.policy import judge_totals
+
+    return judge_totals().as_dict()
+
+
+class _NotATerminal:
+    """A stream that says it is not a terminal (status lines instead of a bar), writing to `stream`."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(text))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -380,6 +451,28 @@ def _run_command(args: argparse.Namespace) -> int:
         raise
 
 
+def _check_arguments(args: argparse.Namespace) -> None:
+    """What can be checked before anything heavy is imported: the eval paths exist, the output folder can be
+    created (a typo answers in a fraction of a second)."""
+    if args.command == "run":
+        from agent_eval.io.files import check_paths_exist
+
+        check_paths_exist(args.paths)
+    if getattr(args, "output_dir", None):
+        _check_output_dir(args.output_dir)
+
+
+def _start_prefect_server() -> None:
+    """Start the local Prefect server now, when the run will use it (`agent_eval.server`) and none runs, so its
+    start overlaps loading the inputs and importing the agent; the flow waits for it."""
+    from agent_eval import server
+
+    if server.server_mode() == "local":
+        running, started = server.start_local_server()
+        if started:
+            server.announce_started(running)
+
+
 def _stop_for_signal(signum: int) -> NoReturn:
     from agent_eval.shutdown import stop_for_signal
 
@@ -389,10 +482,12 @@ def _stop_for_signal(signum: int) -> NoReturn:
 def _open_store(db_url: str | None) -> None:
     """Check the store first (one line and exit 2 or 4 when it cannot be used), then end the runs whose
     process died (`mark_abandoned_runs`), so that no run stays `running` in history."""
-    from agent_eval.store import check_store, mark_abandoned_runs
+    from agent_eval.store.engine import check_store
 
     engine = check_store(db_url)
     if engine is not None:
+        from agent_eval.store.repository import mark_abandoned_runs
+
         mark_abandoned_runs(engine)
 
 

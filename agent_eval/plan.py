@@ -24,7 +24,7 @@ from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import JudgedOptions
 from agent_eval.run_configs import stored_config, stored_config_hash
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet, JudgeConfig
 from agent_eval.secrets import ConfigParameter, UrlParameter
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
@@ -120,8 +120,9 @@ class ConfigGroup:
         return list(self.files)
 
 
-ScoringBatch = tuple[EvalMetric, MetricSpec, list[tuple[EvalCase, AgentRun]]]
-"""One `score-criterion` task's work: a criterion, its metric, and the case runs of its config's eval sets."""
+ScoringBatch = tuple[EvalMetric, MetricSpec, list[tuple[EvalCase, AgentRun]], JudgeConfig | None]
+"""One `score-criterion` task's work: a criterion, its metric, the case runs of its config's eval sets, and that
+config's `judge` section (judge retry settings)."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,8 @@ class EvalPlan:
             scored = set(group.eval_set_ids)
             group_runs = [(case, run) for case, run in runs if run.eval_set_id in scored]
             if group_runs:
-                batches.extend((eval_metric, spec, group_runs) for eval_metric, spec in group.metrics)
+                judge = group.config.judge
+                batches.extend((eval_metric, spec, group_runs, judge) for eval_metric, spec in group.metrics)
         return batches
 
     def case_runs(self) -> list[CaseRunKey]:

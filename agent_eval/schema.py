@@ -15,10 +15,20 @@ from datetime import datetime
 from typing import Any, Literal
 
 from google.genai import types as genai_types
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, alias_generators, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    alias_generators,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "DEFAULT_CRITERIA",
+    "JUDGE_RETRY_LIMITS",
     "AgentRun",
     "BaseCriterion",
     "CacheOrigin",
@@ -38,6 +48,7 @@ __all__ = [
     "Invocation",
     "InvocationEvent",
     "InvocationEvents",
+    "JudgeConfig",
     "MetricInfo",
     "MetricValueInfo",
     "PerInvocationResult",
@@ -50,6 +61,8 @@ __all__ = [
     "ToolMock",
     "content_hash",
     "content_text",
+    "judge_retry_expected",
+    "judge_retry_valid",
     "scoring_fingerprint",
     "tool_calls_of",
 ]
@@ -331,6 +344,57 @@ class RegressionConfig(EvalBaseModel):
     alert_webhook: str | None = None
 
 
+JUDGE_RETRY_LIMITS: dict[str, tuple[float, float]] = {
+    "attempts": (1, 100),
+    "initial_delay": (0, 3600),
+    "max_delay": (0, 3600),
+}
+"""The valid range of each judge retry setting (config `judge.retry_<name>`, env `AGENT_EVAL_JUDGE_RETRY_<NAME>`):
+attempts a whole number, delays in seconds."""
+
+
+def judge_retry_expected(name: str) -> str:
+    """What the judge retry setting `name` (a key of `JUDGE_RETRY_LIMITS`) must be, e.g. `a whole number from 1
+    to 100`."""
+    low, high = JUDGE_RETRY_LIMITS[name]
+    kind = "a whole number" if name == "attempts" else "a number of seconds"
+    return f"{kind} from {low:g} to {high:g}"
+
+
+def judge_retry_valid(name: str, value: object) -> bool:
+    """Whether `value` is a valid judge retry setting `name` (a key of `JUDGE_RETRY_LIMITS`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    low, high = JUDGE_RETRY_LIMITS[name]
+    return low <= value <= high and (name != "attempts" or float(value).is_integer())
+
+
+class JudgeConfig(EvalBaseModel):
+    """agent-eval extension (`judge` in the config): how failed judge calls are retried.
+
+    Each setting left out comes from the environment (`AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
+    `AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY`, `AGENT_EVAL_JUDGE_RETRY_MAX_DELAY`), else ADK's default (7 attempts,
+    5 s doubling up to 120 s). Retry settings never change a judge answer's cache key nor what a run measured.
+
+    Attributes:
+        retry_attempts: calls in all, the first included (1 = no retry), 1..100.
+        retry_initial_delay: seconds before the first retry, 0..3600.
+        retry_max_delay: the longest wait between attempts, in seconds, 0..3600.
+    """
+
+    retry_attempts: int | None = None
+    retry_initial_delay: float | None = None
+    retry_max_delay: float | None = None
+
+    @field_validator("retry_attempts", "retry_initial_delay", "retry_max_delay", mode="before")
+    @classmethod
+    def _in_range(cls, value: Any, info: ValidationInfo) -> Any:
+        name = str(info.field_name).removeprefix("retry_")
+        if value is not None and not judge_retry_valid(name, value):
+            raise ValueError(f"must be {judge_retry_expected(name)}, got {value!r}")
+        return value
+
+
 DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """What ADK uses when no config file is given."""
 
@@ -351,6 +415,7 @@ class EvalConfig(EvalBaseModel):
         default=None, validation_alias=AliasChoices("user_simulator_config", "userSimulatorConfig")
     )
     regression: RegressionConfig | None = None
+    judge: JudgeConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -381,7 +446,7 @@ class EvalConfig(EvalBaseModel):
         return content_hash(self)
 
     def scoring_fingerprint(self) -> str:
-        """A stable hash of what the config measures: everything but the `regression` section (see
+        """A stable hash of what the config measures: everything but the `regression` and `judge` sections (see
         `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
         return scoring_fingerprint(self.model_dump(mode="json", exclude_none=True))
 
@@ -458,12 +523,13 @@ def scoring_fingerprint(config: dict[str, Any]) -> str:
     """The hash of what a config (as JSON: a `test_config.json`'s content, or `runs.config` of any release)
     measures: the criteria with their thresholds and options, the custom metrics' code and the user simulator.
 
-    The `regression` section (tolerance, confidence, fail_on_regression, alert webhook) is left out: it says
-    how runs are compared, not what a run measured. Bare thresholds count as `{"threshold": x}`, option keys
+    The `regression` section (tolerance, confidence, fail_on_regression, alert webhook) and the `judge` section
+    (retry settings) are left out: they say how runs are compared or judge calls retried, not what a run
+    measured. Bare thresholds count as `{"threshold": x}`, option keys
     as snake_case (`matchType` is `match_type`), and a config with no `criteria` as ADK's default criteria, so
     equal configs written differently hash alike.
     """
-    data = {key: value for key, value in config.items() if key != "regression"}
+    data = {key: value for key, value in config.items() if key not in ("regression", "judge")}
     criteria = data.get("criteria", DEFAULT_CRITERIA)
     if isinstance(criteria, dict):
         data["criteria"] = {

@@ -45,6 +45,9 @@ def stop_for_signal(signum: int) -> NoReturn:
     name = signal.Signals(signum).name
     ended = _within_deadline(lambda: _cancel_runs(f"stopped by {name}"), default=[])
     stop_descendants()
+    from agent_eval.progress import uninstall_progress
+
+    uninstall_progress()  # `os._exit` skips atexit: a bar left drawn would leave the cursor hidden
     shown = ", ".join(ended) if ended else "none"
     print(f"agent-eval: stopped by {name}; run(s) marked cancelled: {shown}", file=sys.stderr, flush=True)
     sys.stdout.flush()

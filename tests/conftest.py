@@ -19,6 +19,8 @@ os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "WARNING"
 os.environ["AGENT_EVAL_HOME"] = str(_SESSION_HOME / "agent_eval")
 os.environ.pop("AGENT_EVAL_DB_URL", None)
 os.environ.pop("PREFECT_API_URL", None)
+# Runs use Prefect's temporary server unless a test says otherwise: no test leaves a local server behind.
+os.environ["AGENT_EVAL_PREFECT_SERVER"] = "ephemeral"
 
 pytest_plugins = [
     "tests.fakes.gemini_server",  # the `fake_gemini` fixture: a real HTTP fake of the Gemini API

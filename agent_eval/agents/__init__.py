@@ -31,8 +31,8 @@ if TYPE_CHECKING:
         HttpAgent,
         server_session_of,
     )
-    from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
     from agent_eval.agents.references import AGENT_REFERENCE_FORMS
+    from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
     from agent_eval.agents.resolve import find_default_agent, resolve_agent
     from agent_eval.agents.running import DEFAULT_PREFLIGHT_TIMEOUT, preflight_agent, run_agent_case
     from agent_eval.agents.simulator import LlmUserSimulator, ScriptedUserSimulator

@@ -23,12 +23,16 @@ from agent_eval.flows.invoke import ReusePolicy, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
 from agent_eval.judge import close_judge_clients
+from agent_eval.judge.policy import judge_totals
+from agent_eval.metrics import MetricSpec
+from agent_eval.metrics.response import STEMMING_METRICS, preload_stemmer
 from agent_eval.plan import EvalPlan, EvalRequest, prepare
+from agent_eval.progress import current_progress
 from agent_eval.report.aggregate import build_report
 from agent_eval.report.console import format_summary, summary_table_rows
 from agent_eval.report.models import MetricResult, RunReport
 from agent_eval.report.outage import outage_error
-from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.schema import AgentRun, EvalCase, EvalMetric, JudgeConfig
 from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
@@ -55,8 +59,11 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     comparison, artifacts, final state. An outage (see `agent_eval.report.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
+    _preload_for_scoring(plan)
     run = _new_run(plan, source_run_id)
     record_run_start(run, plan.eval_sets, plan.request.db_url)
+    criteria = sum(len(group.metrics) for group in plan.config_groups())
+    current_progress().start(run_id=run.id, ui_url=_flow_run_url(), case_runs=len(plan.case_runs()), criteria=criteria)
     async with tracked(run.id, plan.request.db_url):
         try:
             report = await _evaluate(plan, run)
@@ -70,6 +77,13 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     report = compare_with_baseline(plan, report, baseline_run_id, _flow_run_url())
     await _publish(report)
     return _final_state(plan, report)
+
+
+def _preload_for_scoring(plan: EvalPlan) -> None:
+    """Start loading what the scores will need (NLTK's stemmer) while the agent is invoked."""
+    names = {spec.name for group in plan.config_groups() for _, spec in group.metrics}
+    if names & STEMMING_METRICS:
+        preload_stemmer()
 
 
 def _final_state(plan: EvalPlan, report: RunReport) -> Any:
@@ -99,7 +113,9 @@ def _end_unfinished(run_id: str, db_url: str | None, error: BaseException) -> No
 async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
     """Invoke, score, aggregate, and complete the run in the store."""
     runs = await invoke_all(plan, ReusePolicy.of(plan, run.id, run.flow_run_id))
+    judge_before = judge_totals().snapshot()
     metric_results = await _score_all(plan, runs)
+    judge_stats = judge_totals().since(judge_before)
     report = build_report(
         run_id=run.id,
         runs=runs,
@@ -113,6 +129,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
         completed_at=datetime.now(UTC),
         flow_run_id=run.flow_run_id,
         source_run_id=run.source_run_id,
+        judge_stats=judge_stats,
     )
     # The stored (redacted, per-eval-set) config, so that report.json, HTML and result files match the store.
     report = report.model_copy(update={"config": run.config, "config_hash": run.config_hash})
@@ -120,6 +137,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
     if outage is not None:
         report = report.model_copy(update={"status": RunStatus.ERRORED, "error": outage})
     persist_report(report, plan.request.db_url)
+    current_progress().finish()
     return report
 
 
@@ -149,9 +167,17 @@ def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:
 async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> list[MetricResult]:
     """One scoring task per (config, criterion), all at once: each eval set's case runs are scored with its
     own config's criteria (`EvalPlan.scoring_batches`)."""
+
+    async def score(
+        metric: EvalMetric, spec: MetricSpec, batch: list[tuple[EvalCase, AgentRun]], judge: JudgeConfig | None
+    ) -> list[MetricResult]:
+        results = await score_metric(spec, metric, batch, judge)
+        current_progress().criterion_done(metric.metric_name)
+        return results
+
     try:
         work = plan.scoring_batches(runs)
-        batches = await asyncio.gather(*(score_metric(spec, metric, batch) for metric, spec, batch in work))
+        batches = await asyncio.gather(*(score(metric, spec, batch, judge) for metric, spec, batch, judge in work))
     finally:
         await close_judge_clients()  # judges share connections per event loop: release them with the run
     return [result for batch in batches for result in batch]
@@ -178,8 +204,8 @@ def _flow_run_url() -> str | None:
     """The flow run's page in the Prefect UI, when there is a UI."""
     from prefect.runtime import flow_run
 
-    url = flow_run.ui_url
-    return str(url) if url else None
+    url = flow_run.ui_url  # "None/flow-runs/..." when the server has no UI (Prefect's temporary one)
+    return str(url) if url and str(url).startswith("http") else None
 
 
 def _flow_run_id() -> str | None:

@@ -22,6 +22,7 @@ from prefect.client.schemas.objects import State
 
 from agent_eval.agents import AgentFailure, describe_error, error_kind_of, format_traceback
 from agent_eval.plan import CaseRunKey, EvalPlan
+from agent_eval.progress import current_progress
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
 from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run
@@ -43,6 +44,7 @@ class ReusePolicy:
     flow_run_id: str | None
     from_runs: frozenset[str]
     max_age: timedelta | None
+    flow_run_attempt: int = 1
 
     @classmethod
     def of(cls, plan: EvalPlan, run_id: str, flow_run_id: str | None) -> ReusePolicy:
@@ -52,7 +54,15 @@ class ReusePolicy:
             flow_run_id=flow_run_id,
             from_runs=frozenset(plan.request.reuse_from_runs),
             max_age=timedelta(hours=hours) if hours is not None else None,
+            flow_run_attempt=_flow_run_attempt(),
         )
+
+    @property
+    def reuses_nothing(self) -> bool:
+        """No cached answer can be accepted: the first attempt of an evaluation that reuses no earlier one. The
+        cache is then not read at all (one task per case run instead of a cache read, a rejection and a second
+        task); the fresh answers are still written to it for retries and resumes."""
+        return self.flow_run_attempt <= 1 and self.max_age is None and not self.from_runs
 
     def origin(self) -> CacheOrigin:
         """The stamp this evaluation puts on the answers it produces."""
@@ -80,14 +90,17 @@ async def invoke_all(plan: EvalPlan, policy: ReusePolicy) -> list[tuple[EvalCase
     limit = asyncio.Semaphore(plan.request.max_concurrency)
     engine = get_engine(plan.request.db_url)
 
+    refresh = plan.request.refresh_cache or policy.reuses_nothing
+
     async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
         async with limit:
-            run = await _invoke(plan, key, policy, refresh=plan.request.refresh_cache)
+            run = await _invoke(plan, key, policy, refresh=refresh)
             if not run.failed and not policy.is_fresh(run) and not policy.accepts(run, datetime.now(UTC)):
                 run = await _invoke(plan, key, policy, refresh=True)  # an answer of another evaluation
         run = _with_origin(run, policy)
         if run.failed:
             _report_failure(key, run)
+        current_progress().case_run_done("failed" if run.failed else "cached" if run.cached_from else "invoked")
         await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
         return key.case, run
 
@@ -100,6 +113,14 @@ async def _invoke(plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, *, refre
     call = task(plan.agent, key.case, key.eval_set_id, key.run_index, policy.origin(), return_state=True)
     state = await cast(Awaitable[State[AgentRun]], call)
     return await _run_from_state(state, key)
+
+
+def _flow_run_attempt() -> int:
+    """1 for a flow run's first attempt, 2 and more when Prefect retries it (then this evaluation's own cached
+    answers are reused)."""
+    from prefect.runtime import flow_run
+
+    return int(flow_run.run_count or 1)
 
 
 def _with_origin(run: AgentRun, policy: ReusePolicy) -> AgentRun:

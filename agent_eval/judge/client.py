@@ -15,6 +15,9 @@ One `ask`:
 3. the answer is parsed into the response schema (`agent_eval.judge.parsing`); a parsed answer is cached.
 Every failure is a `JudgeSample` with `error` set ("rate limited after 7 attempts: ...", "judge call
 rejected: 400 ...", "unparseable: ...") and is counted in `stats.errors`: `ask` never raises for it.
+Every count goes to the judge's `stats` and to the process-wide `judge_totals()` (`agent_eval.judge.policy`).
+A judge made without `retry` takes `current_retry_policy()`: the config's `judge` section, else
+`AGENT_EVAL_JUDGE_RETRY_*`, else ADK's 7 attempts, 5 s doubling up to 120 s.
 """
 
 from __future__ import annotations
@@ -39,7 +42,14 @@ from agent_eval.judge.cache import JudgeCache, cache_key
 from agent_eval.judge.credentials import judge_backend, judge_concurrency
 from agent_eval.judge.openai_backend import OpenAIBackend, close_shared_http_client
 from agent_eval.judge.parsing import parse_answer
-from agent_eval.judge.policy import JudgeStats, RetryPolicy, judge_semaphore
+from agent_eval.judge.policy import (
+    CounterName,
+    JudgeStats,
+    RetryPolicy,
+    current_retry_policy,
+    judge_semaphore,
+    judge_totals,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -59,10 +69,11 @@ class JudgeOptions(TypedDict, total=False):
     """Keyword options of every judge client.
 
     Attributes:
-        retry: when failed calls are retried (default: ADK's 7 attempts, 5 s doubling up to 120 s).
+        retry: when failed calls are retried (default: `current_retry_policy()`, see the module docstring).
         timeout: seconds one attempt may take (default 120; `None` = unbounded); a timeout is retried.
         cache: `True` for the persisted cache under `home_dir()`, `False` for none, or a `JudgeCache`.
-        stats: counters to add to (share one across judges to count a whole run).
+        stats: counters to add to (share one across judges to count them together); `judge_totals()`
+            counts every judge anyway.
     """
 
     retry: RetryPolicy
@@ -77,7 +88,7 @@ class ClientJudge:
     def __init__(self, backend: JudgeBackend, **options: Unpack[JudgeOptions]) -> None:
         judge_concurrency()  # a bad AGENT_EVAL_JUDGE_CONCURRENCY fails here, not in a call
         self.backend = backend
-        self.retry = options.get("retry") or RetryPolicy()
+        self.retry = options.get("retry") or current_retry_policy()  # so does a bad retry variable
         self.timeout = options.get("timeout", DEFAULT_TIMEOUT)
         self.stats = options.get("stats") or JudgeStats()
         self.cache = _cache_from(options.get("cache", True))
@@ -89,10 +100,16 @@ class ClientJudge:
         except Exception as error:  # failures are data: an unexpected one is a sample too
             _log.exception("judge call failed unexpectedly")
             sample = JudgeSample(error=f"judge failed: {type(error).__name__}: {error}")
-        self.stats.count("samples")
+        self._count("samples")
         if sample.error is not None:
-            self.stats.count("errors")
+            self._count("errors")
         return sample
+
+    def _count(self, name: CounterName) -> None:
+        """Count in the judge's own stats and in the process-wide totals."""
+        self.stats.count(name)
+        if self.stats is not judge_totals():
+            judge_totals().count(name)
 
     async def _answer(self, request: JudgeRequest) -> JudgeSample:
         key = cache_key(self.backend.identity, request) if self.cache is not None else ""
@@ -114,7 +131,7 @@ class ClientJudge:
         sample = parse_answer(text, request.response_schema)
         if not sample.usable:
             return None
-        self.stats.count("cache_hits")
+        self._count("cache_hits")
         return sample.model_copy(update={"cached": True})
 
     async def _call_with_retries(self, request: JudgeRequest) -> str | JudgeSample:
@@ -122,7 +139,7 @@ class ClientJudge:
         last: TransientJudgeError | None = None
         for attempt in range(1, self.retry.attempts + 1):
             if attempt > 1:
-                self.stats.count("retries")
+                self._count("retries")
                 await asyncio.sleep(self.retry.delay(attempt - 1))
             try:
                 return await self._call_once(request)
@@ -136,7 +153,7 @@ class ClientJudge:
 
     async def _call_once(self, request: JudgeRequest) -> str:
         async with judge_semaphore():
-            self.stats.count("calls")
+            self._count("calls")
             try:
                 async with asyncio.timeout(self.timeout):
                     return await self.backend.generate(request)
@@ -198,7 +215,8 @@ def make_judge(model: str, **options: Unpack[JudgeOptions]) -> ClientJudge:
     `AGENT_EVAL_JUDGE_BACKEND=openai`), else `GenaiJudge` (see `agent_eval.judge.credentials`).
 
     Raises:
-        EvalInputError: `AGENT_EVAL_JUDGE_BACKEND` or `AGENT_EVAL_JUDGE_CONCURRENCY` is invalid.
+        EvalInputError: `AGENT_EVAL_JUDGE_BACKEND`, `AGENT_EVAL_JUDGE_CONCURRENCY` or an
+            `AGENT_EVAL_JUDGE_RETRY_*` variable is invalid.
     """
     if judge_backend(model) == "openai":
         return OpenAIJudge(**options)

@@ -7,6 +7,10 @@ made before a run starts.
   true, else the Gemini API; credentials are `GOOGLE_API_KEY` / `GEMINI_API_KEY`, or `GOOGLE_CLOUD_PROJECT`
   and `GOOGLE_CLOUD_LOCATION` for Vertex AI (application default credentials are found at the first call).
   `AGENT_EVAL_GEMINI_BASE_URL` moves the endpoint (a proxy, or a fake server in tests).
+
+`AGENT_EVAL_JUDGE_CONCURRENCY` caps judge calls in flight; `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
+`AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY` and `AGENT_EVAL_JUDGE_RETRY_MAX_DELAY` (seconds) set the retries
+(`agent_eval.judge.policy.retry_policy`). `check_judge_credentials` rejects bad values before a run.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from urllib.parse import urlsplit
 
 from agent_eval.errors import EvalInputError
 from agent_eval.google_env import has_google_credentials, vertex_enabled
+from agent_eval.schema import judge_retry_expected, judge_retry_valid
 from agent_eval.secrets import redact_url_credentials
 
 __all__ = [
@@ -27,11 +32,13 @@ __all__ = [
     "GEMINI_BASE_URL_ENV",
     "JUDGE_CREDENTIALS_HELP",
     "OPENAI_PREFIX",
+    "RETRY_ENV",
     "BackendName",
     "check_judge_credentials",
     "gemini_base_url",
     "judge_backend",
     "judge_concurrency",
+    "judge_retry_env",
     "openai_api_key",
     "openai_base_url",
     "openai_model_name",
@@ -43,6 +50,12 @@ BackendName = Literal["gemini", "vertex", "openai"]
 BACKEND_ENV = "AGENT_EVAL_JUDGE_BACKEND"
 CONCURRENCY_ENV = "AGENT_EVAL_JUDGE_CONCURRENCY"
 GEMINI_BASE_URL_ENV = "AGENT_EVAL_GEMINI_BASE_URL"
+RETRY_ENV = {
+    "attempts": "AGENT_EVAL_JUDGE_RETRY_ATTEMPTS",
+    "initial_delay": "AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY",
+    "max_delay": "AGENT_EVAL_JUDGE_RETRY_MAX_DELAY",
+}
+"""The variables that set the judge's retries (a `RetryPolicy` field each; the config's `judge` section wins)."""
 DEFAULT_CONCURRENCY = 8
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8000/v1"
 OPENAI_PREFIX = "openai:"
@@ -77,6 +90,7 @@ def check_judge_credentials(model: str) -> None:
     if not model.strip():
         raise EvalInputError(f"the judge model is empty; {JUDGE_CREDENTIALS_HELP}", field="judge_model")
     judge_concurrency()
+    judge_retry_env()
     if judge_backend(model) == "openai":
         _check_openai(model)
     elif not has_google_credentials():
@@ -95,6 +109,27 @@ def judge_concurrency() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise EvalInputError(f"{CONCURRENCY_ENV} must be a whole number of at least 1, got {raw!r}")
     return int(raw)
+
+
+def judge_retry_env() -> dict[str, float]:
+    """The retry settings given in the environment (`RETRY_ENV`), by `RetryPolicy` field; unset ones are left out.
+
+    Raises:
+        EvalInputError: a variable is not a number in its range (`agent_eval.schema.JUDGE_RETRY_LIMITS`).
+    """
+    settings: dict[str, float] = {}
+    for name, variable in RETRY_ENV.items():
+        raw = (os.environ.get(variable) or "").strip()
+        if not raw:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if not judge_retry_valid(name, value):
+            raise EvalInputError(f"{variable} must be {judge_retry_expected(name)}, got {raw!r}")
+        settings[name] = int(value) if name == "attempts" else value
+    return settings
 
 
 def openai_model_name(model: str) -> str:

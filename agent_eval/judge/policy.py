@@ -3,6 +3,15 @@
 The cap is an `asyncio.Semaphore` per running event loop (asyncio primitives belong to one loop), shared by
 every judge of the process that runs on that loop: a run's metrics, samples and judges all draw from it.
 Its size is `AGENT_EVAL_JUDGE_CONCURRENCY` (default 8), read when the loop first calls a judge.
+
+Retries: a judge made without an explicit `RetryPolicy` takes `current_retry_policy()`: per setting, the
+config's `judge` section (installed for a block by `configured_retry`, e.g. while a criterion is scored),
+else `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS` / `_INITIAL_DELAY` / `_MAX_DELAY`, else ADK's default. Retry settings
+are no part of a judge answer's cache key.
+
+Counters: each judge counts into its own `JudgeStats` and into the process-wide `judge_totals()`, which only
+grow; `totals.since(before)` with `before = totals.snapshot()` gives what the judges of the process did in
+between (e.g. while one evaluation scored its criteria).
 """
 
 from __future__ import annotations
@@ -11,14 +20,26 @@ import asyncio
 import random
 import threading
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, fields, replace
 from typing import Generic, Literal, TypeAlias, TypeVar
 
 from agent_eval.errors import EvalInputError
-from agent_eval.judge.credentials import DEFAULT_CONCURRENCY, judge_concurrency
+from agent_eval.judge.credentials import DEFAULT_CONCURRENCY, judge_concurrency, judge_retry_env
 
-__all__ = ["CounterName", "JudgeStats", "LoopLocal", "RetryPolicy", "judge_semaphore"]
+__all__ = [
+    "CounterName",
+    "JudgeStats",
+    "LoopLocal",
+    "RetryPolicy",
+    "configured_retry",
+    "current_retry_policy",
+    "judge_semaphore",
+    "judge_totals",
+    "retry_policy",
+]
 
 T = TypeVar("T")
 CounterName: TypeAlias = Literal["samples", "calls", "cache_hits", "retries", "errors"]
@@ -126,3 +147,68 @@ class JudgeStats:
         """The counters by name, e.g. `{"samples": 5, "calls": 6, "cache_hits": 0, "retries": 1, "errors": 0}`."""
         with self._lock:
             return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+
+    def snapshot(self) -> dict[str, int]:
+        """The counters now (all read at one instant), to pass to `since` later."""
+        return self.as_dict()
+
+    def since(self, snapshot: Mapping[str, int]) -> dict[str, int]:
+        """What was counted after `snapshot` was taken, by counter name."""
+        return {name: value - snapshot.get(name, 0) for name, value in self.as_dict().items()}
+
+
+_TOTALS = JudgeStats()
+
+
+def judge_totals() -> JudgeStats:
+    """The process-wide counters: every `ClientJudge` counts here as well as in its own stats (thread-safe).
+
+    They only grow; take `snapshot()` before some work and `since(snapshot)` after it. Two evaluations scoring
+    at once in one process are counted together.
+    """
+    return _TOTALS
+
+
+# ------------------------------------------------------------------------------------------------- retries
+_Settings: TypeAlias = tuple[int | None, float | None, float | None]
+_CONFIGURED: ContextVar[_Settings] = ContextVar("agent_eval_judge_retry", default=(None, None, None))
+
+
+def retry_policy(
+    attempts: int | None = None, initial_delay: float | None = None, max_delay: float | None = None
+) -> RetryPolicy:
+    """ADK's `RetryPolicy` with, per setting, the value given here, else the environment's.
+
+    Raises:
+        EvalInputError: an `AGENT_EVAL_JUDGE_RETRY_*` variable is out of its range.
+    """
+    adk, env = RetryPolicy(), judge_retry_env()
+    return replace(
+        adk,
+        attempts=attempts if attempts is not None else int(env.get("attempts", adk.attempts)),
+        initial_delay=initial_delay if initial_delay is not None else env.get("initial_delay", adk.initial_delay),
+        max_delay=max_delay if max_delay is not None else env.get("max_delay", adk.max_delay),
+    )
+
+
+def current_retry_policy() -> RetryPolicy:
+    """The retries of a judge made now: the settings `configured_retry` installed, else the environment's,
+    else ADK's (see the module docstring).
+
+    Raises:
+        EvalInputError: an `AGENT_EVAL_JUDGE_RETRY_*` variable is out of its range.
+    """
+    return retry_policy(*_CONFIGURED.get())
+
+
+@contextmanager
+def configured_retry(
+    attempts: int | None = None, initial_delay: float | None = None, max_delay: float | None = None
+) -> Iterator[None]:
+    """Inside the block (and the tasks it starts), judges made without an explicit policy retry with these
+    settings first (the config's `judge` section); `None` leaves a setting to the environment or ADK."""
+    token = _CONFIGURED.set((attempts, initial_delay, max_delay))
+    try:
+        yield
+    finally:
+        _CONFIGURED.reset(token)

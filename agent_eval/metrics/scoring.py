@@ -2,27 +2,96 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agent_eval.errors import EvalInputError
+from agent_eval.judge.credentials import DEFAULT_CONCURRENCY, judge_concurrency
+from agent_eval.judge.policy import configured_retry
 from agent_eval.metrics.common import MetricNotApplicable
 from agent_eval.metrics.custom import call_metric
 from agent_eval.metrics.judged_rubrics import with_case_rubrics
 from agent_eval.metrics.registry import MetricSpec
 from agent_eval.report.models import InvocationScore, MetricResult
-from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult
+from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult, JudgeConfig
 
-__all__ = ["score_case_run", "score_criterion"]
+__all__ = ["MIN_CASE_RUNS_IN_FLIGHT", "case_runs_in_flight", "score_case_run", "score_criterion"]
+
+MIN_CASE_RUNS_IN_FLIGHT = 4
+"""The fewest case runs one criterion scores at once: ADK's `EvaluateConfig.parallelism` default."""
 
 
 async def score_criterion(
-    spec: MetricSpec, eval_metric: EvalMetric, runs: Sequence[tuple[EvalCase, AgentRun]]
+    spec: MetricSpec,
+    eval_metric: EvalMetric,
+    runs: Sequence[tuple[EvalCase, AgentRun]],
+    *,
+    judge: JudgeConfig | None = None,
 ) -> list[MetricResult]:
-    """One metric over every case run, in order; a run that cannot be scored gets a NOT_EVALUATED record."""
-    return [await score_case_run(spec, eval_metric, case, run) for case, run in runs]
+    """One metric over every case run; one result per case run, in the order of `runs` (a run that cannot be
+    scored gets a NOT_EVALUATED record, see `score_case_run`).
+
+    Case runs are scored concurrently, at most `case_runs_in_flight()` at once (that many worker coroutines
+    take the next case run as they finish one, so 5,000 case runs never make 5,000 coroutines). This follows
+    google-adk 2.13's `LocalEvalService.evaluate`, which evaluates case runs concurrently under a semaphore
+    of `EvaluateConfig.parallelism` (default 4), while inside one case run its `LlmAsJudge.evaluate_invocations`
+    gathers the samples of all its invocations under one semaphore of `judge_model_options.parallelism_limit`
+    (default 1). Here the same holds: a judged metric makes one `Sampler` per case run, whose semaphore of
+    `parallelism_limit` bounds that case run's judge calls, and `judge_semaphore()` (`AGENT_EVAL_JUDGE_CONCURRENCY`,
+    default 8) bounds every judge call of the event loop. With ADK's `parallelism_limit` of 1 a case run has one
+    call in flight, so as many case runs as the judge cap are scored at once (at least ADK's 4). Measured
+    against the fake Gemini server: 16 case runs x 1 sample with a 0.3 s judge took 0.85 s (4.8 s one after
+    another), 33 x 5 samples with a 0.1 s judge 4.1 s (16.5 s), never more than 8 calls in flight.
+
+    Deterministic metrics take the same path: a synchronous metric never yields, so its case runs are scored
+    one after another inside the workers; measured on 5,000 case runs of `response_match_score` (warm, on a
+    shared 2-core machine), the workers took 0.3-1.5 s and a plain loop 0.7-1.6 s: no cost, one code path.
+
+    Args:
+        spec: the metric.
+        eval_metric: the criterion (threshold, options).
+        runs: the case runs with their cases.
+        judge: the config's `judge` section: judges made while scoring retry with its settings first (then
+            `AGENT_EVAL_JUDGE_RETRY_*`, then ADK's defaults); `None` leaves the retries as they are.
+    """
+    retry = (
+        configured_retry(judge.retry_attempts, judge.retry_initial_delay, judge.retry_max_delay)
+        if judge is not None
+        else contextlib.nullcontext()
+    )
+    with retry:
+        return await _score_bounded(spec, eval_metric, runs, case_runs_in_flight())
+
+
+def case_runs_in_flight() -> int:
+    """How many case runs one criterion scores at once: the judge cap, at least `MIN_CASE_RUNS_IN_FLIGHT`."""
+    try:
+        cap = judge_concurrency()
+    except EvalInputError:  # reported before the run by check_judge_credentials; scoring never raises for it
+        cap = DEFAULT_CONCURRENCY
+    return max(cap, MIN_CASE_RUNS_IN_FLIGHT)
+
+
+async def _score_bounded(
+    spec: MetricSpec, eval_metric: EvalMetric, runs: Sequence[tuple[EvalCase, AgentRun]], workers: int
+) -> list[MetricResult]:
+    """`score_case_run` over `runs` by at most `workers` coroutines; results in input order."""
+    results: list[MetricResult | None] = [None] * len(runs)
+    pending = iter(enumerate(runs))
+
+    async def work() -> None:
+        for index, (case, run) in pending:  # one iterator shared by the workers: each case run is taken once
+            results[index] = await score_case_run(spec, eval_metric, case, run)
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(workers, len(runs))):
+            group.create_task(work())
+    return [result for result in results if result is not None]
 
 
 async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCase, run: AgentRun) -> MetricResult:

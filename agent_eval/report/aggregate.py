@@ -23,13 +23,15 @@ Run summary (`summarize`, one row per case run)
     - `cached_case_runs`: the case runs whose invocations were reused from an earlier evaluation
       (`AgentRun.cached_from`); `cache_sources` groups them by that run, with its earliest reused invocation
       time, in order of first appearance.
+    - `judge`: the judge counters the caller measured while scoring (`build_report(judge_stats=...)`, e.g.
+      `judge_totals().since(before)`), as given; empty when none were given.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from agent_eval.report.models import CacheSource, CaseResult, MetricResult, RunReport, RunSummary
@@ -124,8 +126,11 @@ def build_report(
     completed_at: datetime,
     flow_run_id: str | None = None,
     source_run_id: str | None = None,
+    judge_stats: Mapping[str, int] | None = None,
 ) -> RunReport:
-    """The run report: one case result per (case, agent run), in the order of `runs`, with its metric results."""
+    """The run report: one case result per (case, agent run), in the order of `runs`, with its metric results;
+    `judge_stats` (the judges' counters while scoring, see `agent_eval.judge.policy.judge_totals`) becomes
+    `summary.judge`."""
     by_run: dict[RunKey, list[MetricResult]] = defaultdict(list)
     for result in metric_results:
         by_run[(result.eval_set_id, result.eval_id, result.run_index)].append(result)
@@ -156,5 +161,5 @@ def build_report(
         flow_run_id=flow_run_id,
         source_run_id=source_run_id,
         cases=cases,
-        summary=summarize(cases),
+        summary=summarize(cases).model_copy(update={"judge": dict(judge_stats or {})}),
     )

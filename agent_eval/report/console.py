@@ -2,9 +2,9 @@
 
 `format_summary` prints, in order: the run and agent, the totals (`Pass rate` is over the evaluated case runs,
 the not-evaluated ones counted next to it), pass@k and the flaky cases when cases ran more than once, agent
-failures, the invocations reused from earlier evaluations, the average scores, each failed case run with the
-criteria that failed, each case run that was not evaluated with the criteria that could not score it and why,
-and the regression check against the baseline (`report.verdict`).
+failures, the invocations reused from earlier evaluations, what the LLM judges did (when they were asked), the
+average scores, each failed case run with the criteria that failed, each case run that was not evaluated with
+the criteria that could not score it and why, and the regression check against the baseline (`report.verdict`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from agent_eval.report.models import CacheSource, CaseResult, MetricResult, RunR
 from agent_eval.report.verdict import regression_lines
 from agent_eval.schema import EvalStatus
 
-__all__ = ["cache_line", "format_summary", "summary_table_rows", "unscored_criteria_lines"]
+__all__ = ["cache_line", "format_summary", "judge_line", "summary_table_rows", "unscored_criteria_lines"]
 
 _MAX_EXPLANATION = 300
 _MAX_LISTED = 10
@@ -38,6 +38,8 @@ def format_summary(report: RunReport) -> str:
         lines.append(f"Agent failures: {s.agent_failures}")
     if s.cached_case_runs:
         lines.append(cache_line(s.cached_case_runs, s.total, s.cache_sources))
+    if s.judge.get("calls") or s.judge.get("cache_hits"):
+        lines.append(judge_line(s.judge))
     lines.extend(_average_lines(report))
     failed = report.failures()
     if failed:
@@ -83,6 +85,20 @@ def cache_line(cached: int, total: int, sources: list[CacheSource]) -> str:
     shown = [_source(source) for source in sources]
     runs = "run" if len(shown) == 1 else "runs"
     return f"{cached} of {total} invocations reused from {runs} {', '.join(shown)}"
+
+
+def judge_line(counts: dict[str, int]) -> str:
+    """E.g. `judge: 165 calls, 12 answers from cache, 3 retries, 1 unusable sample` (`RunSummary.judge`)."""
+    calls, cached = counts.get("calls", 0), counts.get("cache_hits", 0)
+    retries, unusable = counts.get("retries", 0), counts.get("errors", 0)
+    return (
+        f"judge: {_count(calls, 'call')}, {_count(cached, 'answer')} from cache, "
+        f"{retries} {'retry' if retries == 1 else 'retries'}, {_count(unusable, 'unusable sample')}"
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _source(source: CacheSource) -> str:

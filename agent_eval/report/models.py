@@ -135,6 +135,11 @@ class RunSummary(BaseModel):
     )
     cached_case_runs: int = Field(0, description="Case runs whose invocations were reused from an earlier run.")
     cache_sources: list[CacheSource] = Field(default_factory=list, description="Where those came from.")
+    judge: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the LLM judges did while the run scored: samples, calls, cache_hits, retries, errors "
+        "(unusable samples); empty when not counted.",
+    )
 
 
 class RunReport(BaseModel):

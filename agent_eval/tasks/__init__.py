@@ -16,7 +16,7 @@ from prefect.tasks import exponential_backoff
 from agent_eval.agents import Agent, AgentFailure, is_transient, run_agent_case
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.report.models import MetricResult, RunReport
-from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, content_hash
+from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
 from agent_eval.store import RunCreate, complete_run, get_engine, start_run
 
 __all__ = [
@@ -86,10 +86,14 @@ async def invoke_case(
 
 @task(name="score-criterion", task_run_name="score {eval_metric.metric_name}", cache_policy=NO_CACHE)
 async def score_metric(
-    spec: MetricSpec, eval_metric: EvalMetric, runs: list[tuple[EvalCase, AgentRun]]
+    spec: MetricSpec,
+    eval_metric: EvalMetric,
+    runs: list[tuple[EvalCase, AgentRun]],
+    judge: JudgeConfig | None = None,
 ) -> list[MetricResult]:
-    """One criterion over every case run; returns one `MetricResult` per case run (errors recorded)."""
-    return await score_criterion(spec, eval_metric, runs)
+    """One criterion over every case run, its judges retrying as the config's `judge` section says; returns one
+    `MetricResult` per case run, in order (errors recorded)."""
+    return await score_criterion(spec, eval_metric, runs, judge=judge)
 
 
 @task(name="start-run", cache_policy=NO_CACHE)

@@ -100,7 +100,7 @@ def test_a_server_killed_mid_run_makes_an_errored_run_that_is_never_compared(
 
     with dying_server(answers=3) as server, serve(lambda method, path, body: (200, {})) as (hook, alerts):
         monkeypatch.setenv("AGENT_EVAL_ALERT_WEBHOOK", f"{hook}/hooks/outage")
-        code = main(["run", str(eval_file), "--agent", server.url, "--db-url", sqlite_url])
+        code = main(["run", str(eval_file), "--agent", server.url, "--db-url", sqlite_url, "-q"])
 
     captured = capsys.readouterr()
     engine = get_engine(sqlite_url)

@@ -65,7 +65,7 @@ def test_a_signal_mid_run_cancels_the_run_and_leaves_no_process(tmp_path: Path, 
     eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
     store = tmp_path / "store.db"
     url = f"sqlite:///{store}"
-    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent"]
+    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent", "-q"]
     process = subprocess.Popen(
         [*command, "--max-concurrency", "1"],
         cwd=REPO_ROOT,

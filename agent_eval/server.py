@@ -1,0 +1,281 @@
+"""The Prefect server an evaluation reports to, started at most once per machine.
+
+Which server a run uses (`server_mode`):
+
+- `PREFECT_API_URL` set (in the environment, the active Prefect profile, or Prefect's current settings): that
+  server, untouched.
+- `AGENT_EVAL_PREFECT_SERVER=ephemeral`, or `CI` set (to anything but `false`/`0`): Prefect's temporary server,
+  started for the run and stopped with it, so a CI job leaves no server behind (7–13 s per run).
+- otherwise (`local`, the default on a workstation): a local Prefect server that agent-eval starts in the
+  background on first use (`prefect server start` on 127.0.0.1, the first free port from 4200) and that later
+  runs reuse: only the first run of the machine pays its start, and the Prefect UI keeps the run history.
+  `agent-eval server status` shows it, `agent-eval server stop` stops it.
+
+The server process is detached (its own session, not a child of the run), so stopping a run never stops it.
+Its pid, port and UI address live in `$AGENT_EVAL_HOME/prefect-server.json`, its log beside it; a file lock
+keeps two runs that start at once from starting two servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.settings import home_dir
+
+__all__ = [
+    "SERVER_MODE_ENV",
+    "LocalServer",
+    "ServerMode",
+    "announce_started",
+    "configured_api_url",
+    "flow_server",
+    "local_server_status",
+    "server_mode",
+    "start_local_server",
+    "stop_local_server",
+    "wait_until_healthy",
+]
+
+SERVER_MODE_ENV = "AGENT_EVAL_PREFECT_SERVER"
+ServerMode = Literal["configured", "ephemeral", "local"]
+FIRST_PORT = 4200
+STARTUP_TIMEOUT_SECONDS = 90.0
+_STATE_FILE = "prefect-server.json"
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """The background Prefect server agent-eval started: its process group leader, port and addresses."""
+
+    pid: int
+    pgid: int
+    port: int
+    started_at: float
+
+    @property
+    def api_url(self) -> str:
+        """The value of `PREFECT_API_URL` that reaches it."""
+        return f"http://127.0.0.1:{self.port}/api"
+
+    @property
+    def ui_url(self) -> str:
+        """The Prefect UI."""
+        return f"http://127.0.0.1:{self.port}"
+
+
+def server_mode() -> ServerMode:
+    """Which server a run uses (rules in the module docstring).
+
+    Raises:
+        EvalInputError: `AGENT_EVAL_PREFECT_SERVER` is neither `local` nor `ephemeral`.
+    """
+    if configured_api_url():
+        return "configured"
+    chosen = os.environ.get(SERVER_MODE_ENV, "").strip().lower()
+    if chosen in ("ephemeral", "local"):
+        return "ephemeral" if chosen == "ephemeral" else "local"
+    if chosen:
+        raise EvalInputError(f"{SERVER_MODE_ENV}={chosen!r} is not one of 'local', 'ephemeral'")
+    return "ephemeral" if _in_ci() else "local"
+
+
+def configured_api_url() -> str | None:
+    """The Prefect API the user configured: Prefect's current settings once Prefect is imported, else
+    `PREFECT_API_URL` from the environment or the active profile (read without importing Prefect)."""
+    if "prefect" in sys.modules:
+        from prefect.settings import get_current_settings
+
+        return get_current_settings().api.url or None
+    return os.environ.get("PREFECT_API_URL") or _profile_api_url()
+
+
+def _profile_api_url() -> str | None:
+    prefect_home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+    try:
+        profiles = tomllib.loads((prefect_home / "profiles.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active") or "ephemeral"
+    value = profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL")
+    return str(value) if value else None
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def local_server_status() -> LocalServer | None:
+    """The running local server, or None (a stale state file, of a server that died, is removed)."""
+    state = _state_path()
+    try:
+        server = LocalServer(**json.loads(state.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+    if _alive(server.pid):
+        return server
+    state.unlink(missing_ok=True)
+    return None
+
+
+def start_local_server() -> tuple[LocalServer, bool]:
+    """The running local server, started in the background if there is none; returns it and whether this
+    call started it. Does not wait for it to answer (`wait_until_healthy`), so a run loads its inputs meanwhile."""
+    with _state_lock():
+        running = local_server_status()
+        if running is not None:
+            return running, False
+        server = _spawn(_free_port())
+        _state_path().write_text(json.dumps(asdict(server)), encoding="utf-8")
+        return server, True
+
+
+def wait_until_healthy(server: LocalServer, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
+    """Block until the server answers `/api/health`.
+
+    Raises:
+        InfrastructureError: it died or did not answer within `timeout` seconds (its log is named).
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _healthy(server.api_url):
+            return
+        if not _alive(server.pid):
+            break
+        time.sleep(0.1)
+    raise InfrastructureError(
+        f"the local Prefect server at {server.ui_url} did not start within {timeout:g} s; see {_log_path()}"
+    )
+
+
+def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
+    """Stop the local server (its whole process group: SIGTERM, then SIGKILL); returns it, or None if none ran."""
+    with _state_lock():
+        server = local_server_status()
+        if server is None:
+            return None
+        _signal_group(server.pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        while _alive(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _signal_group(server.pgid, signal.SIGKILL)
+        _state_path().unlink(missing_ok=True)
+        return server
+
+
+@contextlib.contextmanager
+def flow_server(announce: bool = True) -> Iterator[None]:
+    """Run the enclosed flow on the server `server_mode` picks: for `local`, the background server (started
+    now if the CLI did not start it already, and waited for) through Prefect's temporary settings."""
+    if server_mode() != "local":
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    server, started = start_local_server()
+    if started and announce:
+        announce_started(server)
+    wait_until_healthy(server)
+    with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        yield
+
+
+def announce_started(server: LocalServer) -> None:
+    """One line on stderr: a server now runs in the background, where its UI is, how to stop it."""
+    print(
+        f"agent-eval: started a local Prefect server for this and later runs: UI {server.ui_url} "
+        "(`agent-eval server stop` stops it)",
+        file=sys.stderr,
+    )
+
+
+def _spawn(port: int) -> LocalServer:
+    """`prefect server start` detached from this process: a shell starts it in the background and exits at
+    once, so the server is not our child (a signal that stops the run does not stop it)."""
+    log = _log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "true"}
+    env.pop("PREFECT_API_URL", None)
+    launcher = subprocess.run(
+        ["sh", "-c", '"$@" >>"$0" 2>&1 </dev/null & echo $!', str(log), *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        check=True,
+    )
+    pid = int(launcher.stdout.strip())
+    return LocalServer(pid=pid, pgid=os.getpgid(pid), port=port, started_at=time.time())
+
+
+def _free_port() -> int:
+    """The first port from 4200 that nothing listens on."""
+    for port in range(FIRST_PORT, FIRST_PORT + 100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise InfrastructureError(f"no free port in {FIRST_PORT}-{FIRST_PORT + 99} for a local Prefect server")
+
+
+def _healthy(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie is dead
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+@contextlib.contextmanager
+def _state_lock() -> Iterator[None]:
+    path = _state_path().with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _state_path() -> Path:
+    return home_dir() / _STATE_FILE
+
+
+def _log_path() -> Path:
+    return home_dir() / "prefect-server.log"

@@ -1,0 +1,107 @@
+"""The local Prefect server that runs reuse: which server a run picks, and a real one started, reused by a run,
+reported and stopped by `agent-eval server`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agent_eval import server
+from agent_eval.errors import EvalInputError
+from tests.flows.helpers import write_echo_set
+
+AGENT = "tests.flows.agents_for_tests:echo_agent"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def no_server_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Nothing configured: no API URL (the test process has Prefect imported, so its settings are read)."""
+    for name in ("PREFECT_API_URL", "CI", server.SERVER_MODE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(server, "configured_api_url", lambda: None)
+
+
+@pytest.mark.usefixtures("no_server_settings")
+def test_a_workstation_uses_the_local_server_and_ci_the_temporary_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert server.server_mode() == "local"
+    monkeypatch.setenv("CI", "true")
+    assert server.server_mode() == "ephemeral"
+    monkeypatch.setenv("CI", "false")
+    assert server.server_mode() == "local"
+    monkeypatch.setenv(server.SERVER_MODE_ENV, "ephemeral")
+    assert server.server_mode() == "ephemeral"
+    monkeypatch.setenv(server.SERVER_MODE_ENV, "remote")
+    with pytest.raises(EvalInputError, match="AGENT_EVAL_PREFECT_SERVER='remote' is not one of 'local', 'ephemeral'"):
+        server.server_mode()
+
+
+def test_a_configured_api_url_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "configured_api_url", lambda: "http://prefect.example:4200/api")
+    monkeypatch.setenv("CI", "true")
+    assert server.server_mode() == "configured"
+
+
+def test_the_active_profiles_api_url_is_read_without_prefect(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "profiles.toml").write_text(
+        'active = "team"\n[profiles.team]\nPREFECT_API_URL = "http://10.0.0.5:4200/api"\n[profiles.other]\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_PROFILE", raising=False)
+    assert server._profile_api_url() == "http://10.0.0.5:4200/api"
+    monkeypatch.setenv("PREFECT_PROFILE", "other")
+    assert server._profile_api_url() is None
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "agent_eval.cli", *args]
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=240, check=False)
+
+
+def _flow_run_names(api_url: str) -> list[str]:
+    request = urllib.request.Request(
+        f"{api_url}/flow_runs/filter", data=b"{}", headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return [run["name"] for run in json.load(response)]
+
+
+def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key not in ("PREFECT_API_URL", "CI")}
+    env.update(
+        AGENT_EVAL_HOME=str(tmp_path / "home"),
+        PREFECT_HOME=str(tmp_path / "prefect"),
+        AGENT_EVAL_PREFECT_SERVER="local",
+        PYTHONPATH=str(REPO),
+    )
+    eval_file, _ = write_echo_set(tmp_path, ["alpha", "beta"])
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    try:
+        first = _cli(["run", str(eval_file), "--agent", AGENT, "--db-url", store], env)
+        assert first.returncode == 0, first.stderr
+        state = json.loads((tmp_path / "home" / "prefect-server.json").read_text())
+        assert f"started a local Prefect server for this and later runs: UI http://127.0.0.1:{state['port']}" in (
+            first.stderr
+        )
+        second = _cli(["run", str(eval_file), "--agent", AGENT, "--db-url", store], env)
+        assert second.returncode == 0, second.stderr
+        assert "started a local Prefect server" not in second.stderr
+        assert json.loads((tmp_path / "home" / "prefect-server.json").read_text()) == state  # the same server
+        assert server._alive(state["pid"])  # it outlives the runs that used it
+        api_url = f"http://127.0.0.1:{state['port']}/api"
+        assert len(_flow_run_names(api_url)) >= 2  # both flow runs are in its history
+        status = _cli(["server", "status"], env)
+        assert status.stdout.strip() == f"Running: local Prefect server, UI http://127.0.0.1:{state['port']}"
+    finally:
+        stopped = _cli(["server", "stop"], env)
+    assert stopped.stdout.strip().startswith("Stopped the local Prefect server")
+    assert not server._alive(state["pid"])
+    assert not (tmp_path / "home" / "prefect-server.json").exists()
+    assert _cli(["server", "status"], env).stdout.strip() == "No local Prefect server runs"
