@@ -29,6 +29,7 @@ from pydantic import (
 __all__ = [
     "DEFAULT_CRITERIA",
     "JUDGE_RETRY_LIMITS",
+    "SERVER_SESSION_KEY",
     "AgentRun",
     "BaseCriterion",
     "CacheOrigin",
@@ -471,6 +472,11 @@ class CacheOrigin(EvalBaseModel):
     run_id: str | None = None
     flow_run_id: str | None = None
     invoked_at: datetime | None = None
+
+
+SERVER_SESSION_KEY = "agent_eval:server_session"
+"""The key, in `AgentRun.final_session_state`, of the agent server's own session (`agent_eval.agents.http_agent`):
+`{"base_url", "app_name", "user_id", "session_id", "kept"}`."""
 
 
 class AgentRun(EvalBaseModel):

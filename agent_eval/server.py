@@ -181,8 +181,13 @@ def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
 def flow_server(announce: bool = True) -> Iterator[None]:
     """Run the enclosed flow on the server `server_mode` picks: for `local`, the background server (started
     now if the CLI did not start it already, and waited for) through Prefect's temporary settings."""
-    if server_mode() != "local":
+    mode = server_mode()
+    if mode == "configured":
         yield
+        return
+    if mode == "ephemeral":
+        with _patient_ephemeral_start():
+            yield
         return
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -191,6 +196,25 @@ def flow_server(announce: bool = True) -> Iterator[None]:
         announce_started(server)
     wait_until_healthy(server)
     with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        yield
+
+
+@contextlib.contextmanager
+def _patient_ephemeral_start() -> Iterator[None]:
+    """Prefect's temporary server as a run needs it, where the user did not set otherwise: 90 s to start (20 s
+    is too short on a busy 2-core machine) and no telemetry (offline, its failures print tracebacks)."""
+    from prefect.settings import (
+        PREFECT_SERVER_ANALYTICS_ENABLED,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        temporary_settings,
+    )
+
+    defaults = {
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: STARTUP_TIMEOUT_SECONDS,
+        PREFECT_SERVER_ANALYTICS_ENABLED: False,
+    }
+    updates = {setting: value for setting, value in defaults.items() if setting.name not in os.environ}
+    with temporary_settings(updates=updates):
         yield
 
 

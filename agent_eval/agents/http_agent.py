@@ -37,8 +37,8 @@ environment variable `AGENT_EVAL_KEEP_SESSIONS` is `1` / `true` / `yes` / `on` (
 user and session id as recorded).
 
 Fingerprint: the URL, plus the environment variable `AGENT_EVAL_AGENT_VERSION` when it is set. A remote agent's
-code cannot be hashed, so set (or change) that variable when the agent behind the URL changes, or the flow's
-cache will serve runs of the old version.
+code cannot be hashed: answers reused across evaluations (only with `--reuse-answers`) are those of the same
+URL and version, so change the variable when the agent behind the URL changes.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from agent_eval.agents.base import AgentSession, AgentTurn, TransientAgentError
 from agent_eval.agents.callable import to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.errors import EvalInputError, InfrastructureError
-from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.schema import SERVER_SESSION_KEY, AgentRun, EvalCase
 
 __all__ = [
     "ADK_API_SCHEMES",
@@ -75,7 +75,6 @@ __all__ = [
 
 AGENT_VERSION_ENV = "AGENT_EVAL_AGENT_VERSION"
 KEEP_SESSIONS_ENV = "AGENT_EVAL_KEEP_SESSIONS"
-SERVER_SESSION_KEY = "agent_eval:server_session"
 ADK_API_SCHEMES = ("adk-api+http://", "adk-api+https://")
 DEFAULT_REQUEST_TIMEOUT = 120.0
 _TRANSIENT_STATUS = frozenset({408, 429})

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from agent_eval.report.junit import junit_xml, write_junit
     from agent_eval.report.models import CaseResult, InvocationScore, JsonFormat, MetricResult, RunReport, RunSummary
     from agent_eval.report.regression import RegressionReport, compare_runs
-    from agent_eval.report.rust_report import rust_report
     from agent_eval.report.tables import metrics_table, summary_metrics, write_table
 
 _EXPORTS = {
@@ -39,11 +38,14 @@ _EXPORTS = {
         "RunSummary",
     ),
     "agent_eval.report.regression": ("RegressionReport", "compare_runs"),
-    "agent_eval.report.rust_report": ("rust_report",),
     "agent_eval.report.tables": ("metrics_table", "summary_metrics", "write_table"),
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+# Bound now: the function has its module's name, and importing the module (as `export` does) would otherwise
+# leave the module, not the function, under this name.
+from agent_eval.report.rust_report import rust_report  # noqa: E402
 
 __all__ = [
     "OUTPUT_FILES",

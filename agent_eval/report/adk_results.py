@@ -16,7 +16,8 @@ with unset fields left out. Where ADK's runner decides something, we do the same
 
 Where we differ: `final_eval_status` is our case status (`report.aggregate`: a criterion that applies but could
 not score the case, e.g. a metric that raised, makes it NOT_EVALUATED, where ADK would pass it on the other
-criteria), and `session_id` is `agent-eval-session-<run_id>-<eval_id>-<run_index>` (we do not keep ADK sessions).
+criteria), and `session_id` is `agent-eval-session-<run_id>-<eval_id>-<run_index>`, except for an ADK api_server session
+kept with `AGENT_EVAL_KEEP_SESSIONS=1`, whose own id is written (open it in `adk web`).
 
 The app name in the ids and file names is ADK's: the agent's folder, or for an ADK api_server reference
 (`adk-api+http://HOST:PORT/APP`) the app APP it serves; any other URL gives its last path segment, else its host.
@@ -32,7 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_eval.report.models import CaseResult, InvocationScore, MetricResult, RunReport
-from agent_eval.schema import Invocation
+from agent_eval.schema import SERVER_SESSION_KEY, Invocation
 
 __all__ = ["EVAL_SET_RESULT_SUFFIX", "app_name_of", "eval_set_results", "write_eval_set_results"]
 
@@ -158,6 +159,10 @@ def _per_invocation(case: CaseResult, metrics: dict[str, dict[str, Any]]) -> lis
 
 
 def _session_id(report: RunReport, case: CaseResult) -> str:
+    """The agent server's session when it was kept (so `adk web` opens the session the file names), else ours."""
+    server = (case.agent_run.final_session_state or {}).get(SERVER_SESSION_KEY)
+    if isinstance(server, dict) and server.get("kept") and isinstance(server.get("session_id"), str):
+        return str(server["session_id"])
     return f"agent-eval-session-{report.run_id}-{case.eval_id}-{case.run_index}"
 
 

@@ -2,8 +2,8 @@
 
 - `JsonAgentServer`: the generic JSON protocol; answers with a function of the request body, can fail its
   first requests with 503 or answer slowly, and records every request.
-- `FakeAdkApiServer`: a stand-in for `adk api_server` (ADK's own FastAPI app cannot be imported in this test
-  environment: google-adk's `cli.fast_api` needs an opentelemetry-sdk version that conflicts with Prefect's).
+- `FakeAdkApiServer`: a quick in-process stand-in for `adk api_server` (the real server, started as its own
+  process with the `adk` command, is tested in `tests/agents/test_real_adk_api_server.py`).
   It implements the endpoints the adapter uses with ADK's payloads (`GET /list-apps`, `POST
   /apps/{app}/users/{user}/sessions` with `{session_id, state}`, the older `POST .../sessions/{id}` with the
   state as body, `GET` / `DELETE .../sessions/{id}`, `POST /run`), and it answers `/run` the way ADK's server

@@ -283,6 +283,10 @@ def test_kept_server_sessions_are_the_recorded_ones_and_adk_files_are_named_afte
     result = json.loads(adk_files[0].read_text(encoding="utf-8"))
     assert result["eval_set_result_id"] == result_id
     assert [case["final_eval_status"] for case in result["eval_case_results"]] == [1, 1, 1]
+    # the files name the kept sessions, so `adk web` opens what they describe
+    assert {case["eval_id"]: case["session_id"] for case in result["eval_case_results"]} == {
+        eval_id: session["session_id"] for eval_id, session in recorded.items()
+    }
 
 
 def _kill_when(server: AdkApiServer, ready: Callable[[], bool]) -> threading.Thread:

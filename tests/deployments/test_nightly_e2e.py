@@ -173,10 +173,11 @@ def _runs(tmp_path: Path) -> list[Run]:
 
 
 def _wait_for_runs(tmp_path: Path, count: int, timeout: float) -> list[Run]:
+    """The runs once the last one is compared with its baseline (stored after the run is `completed`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runs = _runs(tmp_path)
-        if len(runs) >= count and runs[-1].status != "running":
+        if len(runs) >= count and runs[-1].status != "running" and runs[-1].regressed is not None:
             return runs
         time.sleep(1)
-    raise TimeoutError(f"fewer than {count} finished runs after {timeout} s: {_runs(tmp_path)}")
+    raise TimeoutError(f"fewer than {count} finished, compared runs after {timeout} s: {_runs(tmp_path)}")
