@@ -172,9 +172,6 @@ def _quiet_prefect(verbose: bool) -> None:
         # Failed case runs are reported one line each by us; Prefect's own ERROR logs (a traceback each) stay
         # in Prefect's UI and the store.
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-    if not os.environ.get("PREFECT_API_URL"):
-        # Prefect's 20 s default is too short for the temporary server on a busy 2-core machine.
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     if not verbose and not os.environ.get("PREFECT_API_URL"):
         # The temporary server inherits these; its shutdown logs tracebacks of cancelled internal writes
         # (Prefect 3.9), some through the root logger, which say nothing about the evaluation.

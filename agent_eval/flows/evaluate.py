@@ -36,7 +36,7 @@ from agent_eval.schema import AgentRun, EvalCase, EvalMetric, JudgeConfig
 from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
-from agent_eval.tasks import persist_report, record_run_start, score_metric
+from agent_eval.tasks import persist_report, record_run_start, score_metric, unvisited
 
 __all__ = ["agent_eval_flow", "run_plan"]
 
@@ -61,7 +61,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
     _preload_for_scoring(plan)
     run = _new_run(plan, source_run_id)
-    record_run_start(run, plan.eval_sets, plan.request.db_url)
+    record_run_start(unvisited(run), unvisited(plan.eval_sets), plan.request.db_url)
     criteria = sum(len(group.metrics) for group in plan.config_groups())
     current_progress().start(run_id=run.id, ui_url=_flow_run_url(), case_runs=len(plan.case_runs()), criteria=criteria)
     async with tracked(run.id, plan.request.db_url):
@@ -71,10 +71,10 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
             _end_unfinished(run.id, plan.request.db_url, error)
             raise
     if report.errored:
-        alert_outage(plan, report, _flow_run_url())
+        alert_outage(unvisited(plan), unvisited(report), _flow_run_url())
         await _publish(report)
         return Failed(message=report.error, data=report)
-    report = compare_with_baseline(plan, report, baseline_run_id, _flow_run_url())
+    report = compare_with_baseline(unvisited(plan), unvisited(report), baseline_run_id, _flow_run_url())
     await _publish(report)
     return _final_state(plan, report)
 
@@ -136,7 +136,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
     outage = outage_error([agent_run for _, agent_run in runs])
     if outage is not None:
         report = report.model_copy(update={"status": RunStatus.ERRORED, "error": outage})
-    persist_report(report, plan.request.db_url)
+    persist_report(unvisited(report), plan.request.db_url)
     current_progress().finish()
     return report
 
@@ -171,7 +171,7 @@ async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> l
     async def score(
         metric: EvalMetric, spec: MetricSpec, batch: list[tuple[EvalCase, AgentRun]], judge: JudgeConfig | None
     ) -> list[MetricResult]:
-        results = await score_metric(spec, metric, batch, judge)
+        results = await score_metric(unvisited(spec), unvisited(metric), unvisited(batch), unvisited(judge))
         current_progress().criterion_done(metric.metric_name)
         return results
 

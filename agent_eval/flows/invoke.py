@@ -15,9 +15,10 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from functools import cache
+from typing import Any, cast
 
-from prefect import get_run_logger
+from prefect import Task, get_run_logger
 from prefect.client.schemas.objects import State
 
 from agent_eval.agents import AgentFailure, describe_error, error_kind_of, format_traceback
@@ -26,7 +27,7 @@ from agent_eval.progress import current_progress
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
 from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run
-from agent_eval.tasks import INVOKE_RETRIES, invoke_case
+from agent_eval.tasks import INVOKE_RETRIES, invoke_case, unvisited
 
 __all__ = ["EVENTS_LOGGER", "ReusePolicy", "invoke_all"]
 
@@ -108,11 +109,20 @@ async def invoke_all(plan: EvalPlan, policy: ReusePolicy) -> list[tuple[EvalCase
 
 
 async def _invoke(plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, *, refresh: bool) -> AgentRun:
-    task = invoke_case.with_options(refresh_cache=True) if refresh else invoke_case
+    task = _refreshing_invoke_case() if refresh else invoke_case
     # An async task called with return_state=True gives a coroutine of its final state.
-    call = task(plan.agent, key.case, key.eval_set_id, key.run_index, policy.origin(), return_state=True)
+    call = task(
+        unvisited(plan.agent), unvisited(key.case), key.eval_set_id, key.run_index, policy.origin(), return_state=True
+    )
     state = await cast(Awaitable[State[AgentRun]], call)
     return await _run_from_state(state, key)
+
+
+@cache
+def _refreshing_invoke_case() -> Task[..., Any]:
+    """`invoke-case` that writes the cache without reading it, made once: `with_options` builds a new task,
+    which reads the function's source again (~3 ms a case run)."""
+    return invoke_case.with_options(refresh_cache=True)
 
 
 def _flow_run_attempt() -> int:
