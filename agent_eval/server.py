@@ -126,7 +126,7 @@ def local_server_status() -> LocalServer | None:
         server = LocalServer(**json.loads(state.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
-    if _alive(server.pid):
+    if _alive(server.pid) and _is_prefect_server(server.pid):
         return server
     state.unlink(missing_ok=True)
     return None
@@ -278,6 +278,15 @@ def _alive(pid: int) -> bool:
     with contextlib.suppress(OSError):  # a zombie is dead
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     return True
+
+
+def _is_prefect_server(pid: int) -> bool:
+    """Whether `pid` still runs `prefect server start` (after a reboot the pid may belong to anything)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc: trust the pid
+    return b"prefect" in command and b"server" in command
 
 
 def _signal_group(pgid: int, signum: signal.Signals) -> None:

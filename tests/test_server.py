@@ -105,3 +105,12 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
     assert not server._alive(state["pid"])
     assert not (tmp_path / "home" / "prefect-server.json").exists()
     assert _cli(["server", "status"], env).stdout.strip() == "No local Prefect server runs"
+
+
+def test_a_state_file_naming_another_process_is_stale(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("AGENT_EVAL_HOME", str(tmp_path))
+    (tmp_path / "prefect-server.json").write_text(
+        json.dumps({"pid": os.getpid(), "pgid": os.getpgid(0), "port": 4200, "started_at": 0.0}), encoding="utf-8"
+    )
+    assert server.local_server_status() is None  # this pytest process is alive, but it is no Prefect server
+    assert not (tmp_path / "prefect-server.json").exists()
