@@ -44,6 +44,7 @@ def stop_for_signal(signum: int) -> NoReturn:
         signal.signal(other, signal.SIG_IGN)
     name = signal.Signals(signum).name
     ended = _within_deadline(lambda: _cancel_runs(f"stopped by {name}"), default=[])
+    _within_deadline(lambda: _cancel_flow_runs(f"stopped by {name}"), default=[])
     stop_descendants()
     from agent_eval.progress import uninstall_progress
 
@@ -58,6 +59,12 @@ def _cancel_runs(reason: str) -> list[str]:
     from agent_eval.flows.lifecycle import cancel_active_runs
 
     return cancel_active_runs(reason)
+
+
+def _cancel_flow_runs(reason: str) -> list[str]:
+    from agent_eval.flows.lifecycle import cancel_active_flow_runs
+
+    return cancel_active_flow_runs(reason)
 
 
 def _within_deadline(step: Callable[[], list[str]], *, default: list[str]) -> list[str]:

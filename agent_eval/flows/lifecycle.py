@@ -3,7 +3,9 @@ crashing the flow run, or the process dying outright.
 
 - While a run is evaluated it is listed in `ACTIVE_RUNS` and its heartbeat (`updated_at`) is bumped every
   `HEARTBEAT_SECONDS`.
-- The CLI's signal handler (SIGINT, SIGTERM) ends every active run `cancelled` (`cancel_active_runs`).
+- The CLI's signal handler (SIGINT, SIGTERM) ends every active run `cancelled` (`cancel_active_runs`), and its
+  Prefect flow run too when it runs on a server that outlives the process (`cancel_active_flow_runs`: the
+  local server or a configured one), so no flow run stays `Running` in the UI.
 - Prefect's state hooks end the runs of a flow run that Prefect cancelled (`cancelled`) or saw crash
   (`crashed`), e.g. a deployment cancelled from the UI, whose process Prefect stops.
 - A process killed outright leaves its run `running`; `agent_eval.store.mark_abandoned_runs`, called before
@@ -27,6 +29,7 @@ from agent_eval.store import HEARTBEAT_SECONDS, Run, RunStatus, end_run, get_eng
 __all__ = [
     "ACTIVE_RUNS",
     "CANCELLED_RUNS",
+    "cancel_active_flow_runs",
     "cancel_active_runs",
     "end_runs_of_flow_run",
     "on_cancelled",
@@ -36,6 +39,8 @@ __all__ = [
 
 ACTIVE_RUNS: dict[str, str | None] = {}
 """Run id → store URL of every run this process is evaluating now."""
+ACTIVE_FLOW_RUNS: dict[str, tuple[str, str]] = {}
+"""Run id → (flow run id, Prefect API URL) of every active run whose flow run is on a server with an API URL."""
 CANCELLED_RUNS: set[str] = set()
 """Runs of this process that the flow itself ended `cancelled` (its tasks cancelled as a signal stopped it)."""
 _LOCK = threading.Lock()
@@ -44,8 +49,11 @@ _LOCK = threading.Lock()
 @contextlib.asynccontextmanager
 async def tracked(run_id: str, db_url: str | None) -> AsyncIterator[None]:
     """List the run as active and keep its heartbeat going while the body runs."""
+    flow_run = _current_flow_run()
     with _LOCK:
         ACTIVE_RUNS[run_id] = db_url
+        if flow_run is not None:
+            ACTIVE_FLOW_RUNS[run_id] = flow_run
     beating = asyncio.create_task(_beat(run_id, db_url))
     try:
         yield
@@ -53,6 +61,20 @@ async def tracked(run_id: str, db_url: str | None) -> AsyncIterator[None]:
         beating.cancel()
         with _LOCK:
             ACTIVE_RUNS.pop(run_id, None)
+            ACTIVE_FLOW_RUNS.pop(run_id, None)
+
+
+def _current_flow_run() -> tuple[str, str] | None:
+    """This flow run's id and its server's API URL (read now: Prefect's settings are context-local, and the
+    signal path runs on another thread); None on Prefect's temporary server, which dies with the process."""
+    from prefect.context import FlowRunContext
+    from prefect.settings import get_current_settings
+
+    context = FlowRunContext.get()
+    api_url = get_current_settings().api.url
+    if context is None or context.flow_run is None or not api_url:
+        return None
+    return str(context.flow_run.id), str(api_url)
 
 
 async def _beat(run_id: str, db_url: str | None) -> None:
@@ -74,6 +96,24 @@ def cancel_active_runs(reason: str) -> list[str]:
                 ended.append(run_id)
     with _LOCK:
         return sorted({*ended, *CANCELLED_RUNS})
+
+
+def cancel_active_flow_runs(reason: str) -> list[str]:
+    """Set the flow run of every active run `Cancelled` on its server; returns the flow run ids. Best effort:
+    a server that fails is skipped (the caller bounds the time)."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Cancelled
+
+    with _LOCK:
+        flow_runs = list(ACTIVE_FLOW_RUNS.values())
+    cancelled = []
+    for flow_run_id, api_url in flow_runs:
+        with contextlib.suppress(Exception), temporary_settings(updates={PREFECT_API_URL: api_url}):
+            with get_client(sync_client=True) as client:
+                client.set_flow_run_state(flow_run_id, Cancelled(message=reason), force=True)
+            cancelled.append(flow_run_id)
+    return cancelled
 
 
 def end_runs_of_flow_run(flow_run_id: str, db_url: str | None, status: str, reason: str) -> list[str]:

@@ -3,11 +3,13 @@ stored `cancelled`, and no process left behind (Prefect's temporary server inclu
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,38 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_signal_on_the_local_server_cancels_the_flow_run_there_and_the_server_lives_on(tmp_path: Path) -> None:
+    """The local Prefect server outlives the run (`agent_eval.server`): the stopped run's flow run must not stay
+    `Running` in its UI, and the server itself must not be stopped with the run's child processes."""
+    from agent_eval import server
+
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
+    eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
+    store = tmp_path / "store.db"
+    url = f"sqlite:///{store}"
+    env = {**_env(tmp_path, url), "AGENT_EVAL_PREFECT_SERVER": "local"}
+    env.pop("CI", None)
+    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent", "-q"]
+    process = subprocess.Popen(
+        [*command, "--max-concurrency", "1"], cwd=REPO_ROOT, env=env, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    state_file = tmp_path / "agent_eval" / "prefect-server.json"
+    try:
+        run_id = _wait_for_a_stored_case(process, url, store)
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=EXIT_DEADLINE)
+        local = json.loads(state_file.read_text(encoding="utf-8"))
+        flow_run_id = get_run(run_id, get_engine(url)).flow_run_id
+        with urllib.request.urlopen(f"http://127.0.0.1:{local['port']}/api/flow_runs/{flow_run_id}") as answer:
+            flow_run = json.load(answer)
+        assert process.returncode == 130
+        assert (flow_run["state"]["type"], flow_run["state"]["message"]) == ("CANCELLED", "stopped by SIGINT")
+        assert server._alive(local["pid"])  # the server outlives the stopped run
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        subprocess.run([sys.executable, "-m", "agent_eval.cli", "server", "stop"], env=env, check=False)
+    assert not state_file.exists()
