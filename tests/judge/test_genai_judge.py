@@ -146,12 +146,14 @@ def test_slow_answer_hitting_the_timeout_is_retried(fake_gemini: FakeGeminiServe
 
 
 def test_timeout_on_every_attempt_is_an_error_sample(fake_gemini: FakeGeminiServer) -> None:
-    fake_gemini.script(*[slow(text_reply(verdict_json()), 3.0)] * 2)
-    judge = judge_for(fake_gemini, timeout=0.2, retry=RetryPolicy(attempts=2, initial_delay=0.01, jitter=0))
+    # The timeout also covers making the client on the first attempt: 1.5 s, so that a busy machine (two test
+    # processes on two cores) still sends both requests.
+    fake_gemini.script(*[slow(text_reply(verdict_json()), 6.0)] * 2)
+    judge = judge_for(fake_gemini, timeout=1.5, retry=RetryPolicy(attempts=2, initial_delay=0.01, jitter=0))
 
     sample = run(judge.ask(make_request()))
 
-    assert sample.error == "timed out after 2 attempts: no answer within 0.2 s"
+    assert sample.error == "timed out after 2 attempts: no answer within 1.5 s"
     assert len(fake_gemini.requests) == 2
 
 

@@ -127,7 +127,7 @@ def test_environment_reaches_the_judge_and_its_waits(gemini: FakeGeminiServer, m
     sample, elapsed = run(timed())
 
     assert judge.retry == RetryPolicy(attempts=3, initial_delay=0.05, max_delay=0.5)
-    assert sample.usable and elapsed < 1.0  # ADK's first wait alone is 5 s
+    assert sample.usable and elapsed < 3.0  # ADK's first wait alone is 5 s (room for a busy machine)
     assert judge.stats.as_dict() == {"samples": 2, "calls": 3, "cache_hits": 0, "retries": 1, "errors": 0}
 
 
@@ -153,7 +153,7 @@ def test_config_wins_over_the_environment_setting_by_setting(
 
     assert [judge.retry for judge in judges] == [RetryPolicy(attempts=3, initial_delay=0.05, max_delay=120.0)]
     assert (result.score, result.error) == (1.0, None)
-    assert len(fake_gemini.requests) == 3 and elapsed < 2.0
+    assert len(fake_gemini.requests) == 3 and elapsed < 4.0  # ADK would wait 5 s, then 10 s
     assert current_retry_policy() == RetryPolicy(attempts=2, initial_delay=0.05)  # the config's block ended
 
 

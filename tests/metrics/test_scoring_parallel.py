@@ -127,7 +127,9 @@ def test_judged_case_runs_are_scored_at_once_but_never_above_the_judge_cap(
 
     results, elapsed = asyncio.run(timed())
 
-    assert elapsed < 1.5, f"16 case runs x 0.3 s took {elapsed:.2f} s (one after another: 4.8 s)"
+    # ideal 0.6 s; one after another 4.8 s. The bound leaves room for two test processes on two busy cores, and
+    # `server.most == 8` below is the exact check that the case runs overlapped up to the cap.
+    assert elapsed < 2.4, f"16 case runs x 0.3 s took {elapsed:.2f} s (one after another: 4.8 s)"
     assert server.most == 8  # the judge cap was reached, never passed
     assert len(fake_gemini.generate_requests()) == 1 + 16
     assert outcome(results) == expected_scores(16)
