@@ -27,7 +27,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_eval.agents.references import AGENT_REFERENCE_FORMS
 from agent_eval.errors import (
@@ -408,30 +408,13 @@ def _show_progress(args: argparse.Namespace) -> None:
     with `-v`, whose Prefect log lines would tear it (status lines instead)."""
     from agent_eval.progress import install_progress
 
-    stream = cast(TextIO, _NotATerminal(sys.stderr)) if args.verbose else None
-    install_progress(stream, enabled=not args.quiet, judge_stats=_judge_totals)
+    install_progress(enabled=not args.quiet, judge_stats=_judge_totals, plain=args.verbose)
 
 
 def _judge_totals() -> dict[str, int]:
     from agent_eval.judge.policy import judge_totals
 
     return judge_totals().as_dict()
-
-
-class _NotATerminal:
-    """A stream that says it is not a terminal (status lines instead of a bar), writing to `stream`."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        return int(self._stream.write(text))
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def isatty(self) -> bool:
-        return False
 
 
 def _run_command(args: argparse.Namespace) -> int:

@@ -82,8 +82,10 @@ class Progress:
         interval: float = DEFAULT_INTERVAL_SECONDS,
         judge_stats: Callable[[], Mapping[str, int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        plain: bool = False,
     ) -> None:
         self._stream = stream
+        self._plain = plain
         self._clock = clock
         self._interval = interval
         self._judge_stats = judge_stats
@@ -204,7 +206,7 @@ class Progress:
         """The bar on a TTY (plain lines if rich cannot draw it), else the status-line timer."""
         self._stop = threading.Event()
         interval = self._interval
-        if _is_tty(stream):
+        if _is_tty(stream) and not self._plain:
             try:
                 self._bar = _Bar(stream, self.snapshot())
                 interval = _BAR_REFRESH_SECONDS
@@ -333,6 +335,7 @@ def install_progress(
     enabled: bool = True,
     interval: float | None = None,
     judge_stats: Callable[[], Mapping[str, int]] | None = None,
+    plain: bool = False,
 ) -> Progress:
     """Create the progress that `current_progress()` returns from now on (replacing and finishing any other).
 
@@ -342,13 +345,14 @@ def install_progress(
         interval: seconds between status lines when `stream` is not a TTY; default `AGENT_EVAL_PROGRESS_INTERVAL`
             or 10.
         judge_stats: returns the judge's counters (`calls`, `cache_hits`), shown beside the criteria.
+        plain: status lines even on a TTY (the CLI's `-v`, whose Prefect log lines would tear a bar).
 
     Returns:
         The installed progress.
     """
     seconds = interval if interval is not None and interval > 0 else _interval_from_env()
     shown_on = (stream if stream is not None else sys.stderr) if enabled else None
-    progress = Progress(shown_on, interval=seconds, judge_stats=judge_stats)
+    progress = Progress(shown_on, interval=seconds, judge_stats=judge_stats, plain=plain)
     with _Installed.lock:
         previous, _Installed.progress = _Installed.progress, progress
         if not _Installed.atexit_registered:

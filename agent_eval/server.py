@@ -36,6 +36,7 @@ from typing import Literal
 
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.settings import home_dir
+from agent_eval.shutdown import process_alive
 
 __all__ = [
     "SERVER_MODE_ENV",
@@ -126,7 +127,7 @@ def local_server_status() -> LocalServer | None:
         server = LocalServer(**json.loads(state.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
-    if _alive(server.pid) and _is_prefect_server(server.pid):
+    if process_alive(server.pid) and _is_prefect_server(server.pid):
         return server
     state.unlink(missing_ok=True)
     return None
@@ -154,7 +155,7 @@ def wait_until_healthy(server: LocalServer, timeout: float = STARTUP_TIMEOUT_SEC
     while time.monotonic() < deadline:
         if _healthy(server.api_url):
             return
-        if not _alive(server.pid):
+        if not process_alive(server.pid):
             break
         time.sleep(0.1)
     raise InfrastructureError(
@@ -170,7 +171,7 @@ def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
             return None
         _signal_group(server.pgid, signal.SIGTERM)
         deadline = time.monotonic() + grace_seconds
-        while _alive(server.pid) and time.monotonic() < deadline:
+        while process_alive(server.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         _signal_group(server.pgid, signal.SIGKILL)
         _state_path().unlink(missing_ok=True)
@@ -266,18 +267,6 @@ def _healthy(api_url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie is dead
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def _is_prefect_server(pid: int) -> bool:

@@ -22,7 +22,7 @@ from typing import NoReturn
 
 from agent_eval.errors import EXIT_INTERRUPTED
 
-__all__ = ["descendants", "install_signal_handlers", "stop_descendants", "stop_for_signal"]
+__all__ = ["descendants", "install_signal_handlers", "process_alive", "stop_descendants", "stop_for_signal"]
 
 STEP_DEADLINE_SECONDS = 4.0
 
@@ -98,9 +98,9 @@ def stop_descendants(grace_seconds: float = 3.0) -> None:
     targets = descendants()
     _send(targets, signal.SIGTERM)
     deadline = time.monotonic() + grace_seconds
-    while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+    while time.monotonic() < deadline and any(process_alive(pid) for pid in targets):
         time.sleep(0.05)
-    _send([pid for pid in targets if _alive(pid)], signal.SIGKILL)
+    _send([pid for pid in targets if process_alive(pid)], signal.SIGKILL)
 
 
 def _send(pids: list[int], signum: signal.Signals) -> None:
@@ -109,10 +109,14 @@ def _send(pids: list[int], signum: signal.Signals) -> None:
             os.kill(pid, signum)
 
 
-def _alive(pid: int) -> bool:
-    """Alive and not a zombie (a zombie child is gone for all purposes; our exit reaps it)."""
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs and is not a zombie (a zombie child is gone for all purposes; our exit reaps it)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
-    return state != "Z"
+    except PermissionError:
+        return True  # someone else's process, alive
+    with contextlib.suppress(OSError, IndexError):  # no /proc: the signal test above is all there is
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True

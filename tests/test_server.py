@@ -14,6 +14,7 @@ import pytest
 
 from agent_eval import server
 from agent_eval.errors import EvalInputError
+from agent_eval.shutdown import process_alive
 from tests.flows.helpers import write_echo_set
 
 AGENT = "tests.flows.agents_for_tests:echo_agent"
@@ -94,7 +95,7 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
         assert second.returncode == 0, second.stderr
         assert "started a local Prefect server" not in second.stderr
         assert json.loads((tmp_path / "home" / "prefect-server.json").read_text()) == state  # the same server
-        assert server._alive(state["pid"])  # it outlives the runs that used it
+        assert process_alive(state["pid"])  # it outlives the runs that used it
         api_url = f"http://127.0.0.1:{state['port']}/api"
         assert len(_flow_run_names(api_url)) >= 2  # both flow runs are in its history
         status = _cli(["server", "status"], env)
@@ -102,7 +103,7 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
     finally:
         stopped = _cli(["server", "stop"], env)
     assert stopped.stdout.strip().startswith("Stopped the local Prefect server")
-    assert not server._alive(state["pid"])
+    assert not process_alive(state["pid"])
     assert not (tmp_path / "home" / "prefect-server.json").exists()
     assert _cli(["server", "status"], env).stdout.strip() == "No local Prefect server runs"
 

@@ -64,7 +64,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     record_run_start(unvisited(run), unvisited(plan.eval_sets), plan.request.db_url)
     criteria = sum(len(group.metrics) for group in plan.config_groups())
     current_progress().start(run_id=run.id, ui_url=_flow_run_url(), case_runs=len(plan.case_runs()), criteria=criteria)
-    async with tracked(run.id, plan.request.db_url):
+    async with tracked(run.id, plan.request.db_url, run.flow_run_id):
         try:
             report = await _evaluate(plan, run)
         except BaseException as error:

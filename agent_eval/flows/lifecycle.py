@@ -47,9 +47,9 @@ _LOCK = threading.Lock()
 
 
 @contextlib.asynccontextmanager
-async def tracked(run_id: str, db_url: str | None) -> AsyncIterator[None]:
+async def tracked(run_id: str, db_url: str | None, flow_run_id: str | None = None) -> AsyncIterator[None]:
     """List the run as active and keep its heartbeat going while the body runs."""
-    flow_run = _current_flow_run()
+    flow_run = _on_lasting_server(flow_run_id)
     with _LOCK:
         ACTIVE_RUNS[run_id] = db_url
         if flow_run is not None:
@@ -64,17 +64,13 @@ async def tracked(run_id: str, db_url: str | None) -> AsyncIterator[None]:
             ACTIVE_FLOW_RUNS.pop(run_id, None)
 
 
-def _current_flow_run() -> tuple[str, str] | None:
-    """This flow run's id and its server's API URL (read now: Prefect's settings are context-local, and the
+def _on_lasting_server(flow_run_id: str | None) -> tuple[str, str] | None:
+    """The flow run id with its server's API URL (read now: Prefect's settings are context-local, and the
     signal path runs on another thread); None on Prefect's temporary server, which dies with the process."""
-    from prefect.context import FlowRunContext
     from prefect.settings import get_current_settings
 
-    context = FlowRunContext.get()
     api_url = get_current_settings().api.url
-    if context is None or context.flow_run is None or not api_url:
-        return None
-    return str(context.flow_run.id), str(api_url)
+    return (flow_run_id, str(api_url)) if flow_run_id and api_url else None
 
 
 async def _beat(run_id: str, db_url: str | None) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.shutdown import descendants
+from agent_eval.shutdown import descendants, process_alive
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.conftest import REPO_ROOT
 from tests.flows.helpers import write_echo_set
@@ -109,8 +109,6 @@ def _alive(pid: int) -> bool:
 def test_a_signal_on_the_local_server_cancels_the_flow_run_there_and_the_server_lives_on(tmp_path: Path) -> None:
     """The local Prefect server outlives the run (`agent_eval.server`): the stopped run's flow run must not stay
     `Running` in its UI, and the server itself must not be stopped with the run's child processes."""
-    from agent_eval import server
-
     (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
     eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
     store = tmp_path / "store.db"
@@ -133,7 +131,7 @@ def test_a_signal_on_the_local_server_cancels_the_flow_run_there_and_the_server_
             flow_run = json.load(answer)
         assert process.returncode == 130
         assert (flow_run["state"]["type"], flow_run["state"]["message"]) == ("CANCELLED", "stopped by SIGINT")
-        assert server._alive(local["pid"])  # the server outlives the stopped run
+        assert process_alive(local["pid"])  # the server outlives the stopped run
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
