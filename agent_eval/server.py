@@ -57,6 +57,7 @@ ServerMode = Literal["configured", "ephemeral", "local"]
 FIRST_PORT = 4200
 STARTUP_TIMEOUT_SECONDS = 90.0
 _STATE_FILE = "prefect-server.json"
+_SERVER_ROOT_LOG_LEVEL_ENV = "PREFECT_LOGGING_ROOT_LEVEL"
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,27 @@ def _patient_ephemeral_start() -> Iterator[None]:
         PREFECT_SERVER_ANALYTICS_ENABLED: False,
     }
     updates = {setting: value for setting, value in defaults.items() if setting.name not in os.environ}
-    with temporary_settings(updates=updates):
+    with temporary_settings(updates=updates), _quiet_server_libraries():
         yield
+
+
+@contextlib.contextmanager
+def _quiet_server_libraries() -> Iterator[None]:
+    """Keep the libraries inside Prefect's temporary server (SQLAlchemy, aiosqlite...) off the run's stderr.
+
+    The server is a child process that writes to our stderr; when it is stopped at exit, SQLAlchemy can log a
+    cancelled connection reset as an ERROR with a traceback, which is noise to the user. Prefect reads logging
+    overrides from the environment its child inherits, so the root logger's level is raised there; the server's
+    own `prefect.*` logs are unaffected. A value the user set is kept.
+    """
+    if _SERVER_ROOT_LOG_LEVEL_ENV in os.environ:
+        yield
+        return
+    os.environ[_SERVER_ROOT_LOG_LEVEL_ENV] = "CRITICAL"
+    try:
+        yield
+    finally:
+        os.environ.pop(_SERVER_ROOT_LOG_LEVEL_ENV, None)
 
 
 def announce_started(server: LocalServer) -> None:

@@ -115,3 +115,26 @@ def test_a_state_file_naming_another_process_is_stale(monkeypatch: pytest.Monkey
     )
     assert server.local_server_status() is None  # this pytest process is alive, but it is no Prefect server
     assert not (tmp_path / "prefect-server.json").exists()
+
+
+def test_the_temporary_servers_libraries_stay_off_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child started inside an ephemeral run (as Prefect starts its temporary server) configures its root
+    logger at CRITICAL, so SQLAlchemy's shutdown traceback never reaches the user; the run's own process and a
+    user's own choice are left alone."""
+    monkeypatch.setenv(server.SERVER_MODE_ENV, "ephemeral")
+    monkeypatch.delenv("PREFECT_LOGGING_ROOT_LEVEL", raising=False)
+    configure_as_the_server_does = (
+        "import logging; from prefect.logging.configuration import setup_logging; setup_logging(); "
+        "print(logging.getLogger().getEffectiveLevel())"
+    )
+    probe = [sys.executable, "-c", configure_as_the_server_does]
+
+    with server.flow_server():
+        child_level = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert child_level.strip() == "50"
+    assert "PREFECT_LOGGING_ROOT_LEVEL" not in os.environ
+
+    monkeypatch.setenv("PREFECT_LOGGING_ROOT_LEVEL", "INFO")
+    with server.flow_server():
+        assert os.environ["PREFECT_LOGGING_ROOT_LEVEL"] == "INFO"
+    assert os.environ["PREFECT_LOGGING_ROOT_LEVEL"] == "INFO"
