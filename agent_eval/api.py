@@ -15,7 +15,7 @@ from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
 from agent_eval.io.files import check_paths_exist
 from agent_eval.plan import EvalPlan, EvalRequest, prepare
-from agent_eval.report.models import RunReport
+from agent_eval.results import RunReport
 from agent_eval.schema import EvalConfig
 from agent_eval.server import flow_server
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, home_dir

@@ -42,7 +42,7 @@ from agent_eval.errors import (
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
-    from agent_eval.report.models import RunReport
+    from agent_eval.results import RunReport
 
 __all__ = ["main"]
 
@@ -140,6 +140,7 @@ def _add_stored_run_parsers(commands: Any) -> None:
         _add_quiet_argument(command)
     for command in (rerun, rescore, report):
         command.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
+    for command in (rerun, rescore):  # `report` runs no flow: it has no Prefect logs to show
         command.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
 
 
@@ -248,8 +249,8 @@ def rescore_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     """`agent-eval report RUN_ID -o report.html`: the stored run's HTML report with its eval sets' trend."""
-    from agent_eval.history import history_points, show
-    from agent_eval.report import write_html, write_junit
+    from agent_eval.compare.run_history import history_points, show
+    from agent_eval.render import write_html, write_junit
 
     report = show(args.run_id, db_url=args.db_url)
     write_html(report, args.html, history_points(report, db_url=args.db_url))
@@ -262,7 +263,7 @@ def report_command(args: argparse.Namespace) -> int:
 def _finish(report: RunReport, args: argparse.Namespace) -> int:
     """Print the summary (and the comparison with the baseline), write the asked outputs, and exit: 4 for an
     outage, 3 on a regression, 1 when a case failed or a criterion scored nothing, 0 otherwise."""
-    from agent_eval.report import format_summary, write_html, write_junit, write_outputs
+    from agent_eval.render import format_summary, write_html, write_junit, write_outputs
 
     print(format_summary(report))  # its last lines are the regression check against the baseline
     if args.verbose:
@@ -277,7 +278,7 @@ def _finish(report: RunReport, args: argparse.Namespace) -> int:
 
 
 def _exit_code(report: RunReport) -> int:
-    from agent_eval.report.console import unscored_criteria_lines
+    from agent_eval.render.console import unscored_criteria_lines
 
     if report.errored:
         print(f"agent-eval: error: {report.error}", file=sys.stderr)
@@ -300,7 +301,7 @@ def _print_tracebacks(report: RunReport) -> None:
 
 def history_command(args: argparse.Namespace) -> int:
     """`agent-eval history`: one line (or JSON object) per stored run, newest first."""
-    from agent_eval.history import format_history, history, history_json
+    from agent_eval.compare.run_history import format_history, history, history_json
 
     frame = history(eval_set=args.eval_set, agent=args.agent, limit=args.limit, db_url=args.db_url)
     print(history_json(frame) if args.json else format_history(frame))
@@ -309,8 +310,8 @@ def history_command(args: argparse.Namespace) -> int:
 
 def show_command(args: argparse.Namespace) -> int:
     """`agent-eval show`: the stored run's summary, as `run` printed it (its report JSON with `--json`)."""
-    from agent_eval.history import run_info, show
-    from agent_eval.report import format_summary
+    from agent_eval.compare.run_history import run_info, show
+    from agent_eval.render import format_summary
 
     report = show(args.run_id, db_url=args.db_url)
     if args.json:
@@ -325,7 +326,7 @@ def show_command(args: argparse.Namespace) -> int:
 
 def compare_command(args: argparse.Namespace) -> int:
     """`agent-eval compare`: per-metric means of both runs and the shared case runs that changed."""
-    from agent_eval.history import compare, format_comparison
+    from agent_eval.compare.run_history import compare, format_comparison
 
     comparison = compare(args.run_a, args.run_b, db_url=args.db_url)
     print(
@@ -412,7 +413,7 @@ def _show_progress(args: argparse.Namespace) -> None:
 
 
 def _judge_totals() -> dict[str, int]:
-    from agent_eval.judge.policy import judge_totals
+    from agent_eval.metrics.judged.policy import judge_totals
 
     return judge_totals().as_dict()
 

@@ -19,10 +19,10 @@ from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
 from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
 from agent_eval.io import InputFormat, config_from_data, load_eval_config, load_eval_sets_with_configs
-from agent_eval.judge import check_judge_credentials
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
-from agent_eval.metrics.judged import JudgedOptions
+from agent_eval.metrics.judged import check_judge_credentials
+from agent_eval.metrics.judged.adk import JudgedOptions
 from agent_eval.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet, JudgeConfig
 from agent_eval.secrets import ConfigParameter, UrlParameter

@@ -1,6 +1,6 @@
 """ADK-compatible evaluation models, the evaluation config, and agent-eval's own run records.
 
-Field names, defaults and enum values follow google-adk 2.x (`spec/adk.md`): every model accepts
+Field names, defaults and enum values follow google-adk 2.x: every model accepts
 snake_case and camelCase keys and writes snake_case. Contents, function calls and function responses are
 `google.genai.types` objects, so files written by any ADK version (including the ones full of `null`s) load
 unchanged.
@@ -336,7 +336,7 @@ class RegressionConfig(EvalBaseModel):
     """agent-eval extension (`regression` in the config): how a run is compared with its baseline.
 
     A metric regresses when its mean drops by more than `tolerance` (absolute; a dict gives per-metric
-    values) and the paired bootstrap interval at `confidence` excludes zero (`agent_eval.report.regression`).
+    values) and the paired bootstrap interval at `confidence` excludes zero (`agent_eval.compare.regression`).
     """
 
     tolerance: float | dict[str, float] = 0.05

@@ -51,7 +51,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent_eval.report.models import RunReport
+    from agent_eval.results import RunReport
 
 AGENTS_MODULE = "bench_agents.py"
 WARMUP_CASES = 4

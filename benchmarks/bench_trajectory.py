@@ -32,9 +32,9 @@ from typing import Any
 
 from google.genai.types import Content, FunctionCall, Part
 
-from agent_eval.metrics.matching import Matcher, parse_options
-from agent_eval.metrics.tool_match import as_calls, tool_trajectory_match
-from agent_eval.metrics.trajectory import MatchType, tool_trajectory_avg_score, trajectory_matches
+from agent_eval.metrics.trajectory.adk import MatchType, tool_trajectory_avg_score, trajectory_matches
+from agent_eval.metrics.trajectory.matching import Matcher, parse_options
+from agent_eval.metrics.trajectory.tool_match import as_calls, tool_trajectory_match
 from agent_eval.schema import EvalConfig, EvalMetric, IntermediateData, Invocation
 
 ROOMS = ["Bedroom", "Kitchen", "Living room", "Office", "Garage"]

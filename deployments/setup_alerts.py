@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agent_eval.alerts import DEFAULT_BLOCK_NAME, setup_alerts
+from agent_eval.compare import DEFAULT_BLOCK_NAME, setup_alerts
 
 AUTOMATIONS_FILE = Path(__file__).resolve().with_name("automations.yaml")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agent_eval import evaluate
+from agent_eval import evaluate, metrics_table, summary_metrics
 from agent_eval.cli import main
 from tests.flows.test_evaluate import DEMO_FAILURES
 
@@ -32,14 +32,14 @@ def _failing_rows(table: pd.DataFrame) -> dict[str, list[str]]:
 def test_demo_metrics_table_shows_the_designed_failures(demo_dir: Path, sqlite_url: str) -> None:
     report = evaluate(demo_dir, db_url=sqlite_url)
 
-    table = report.metrics_table
+    table = metrics_table(report)
     assert len(table) == 33
     assert table["failure"].tolist() == [0] * 33
     assert _failing_rows(table) == {case: [metric] for case, metric in DEMO_FAILURES.items()}
     garage = table.set_index("eval_id").loc["turn_on_garage_device"]
     assert [call["tool_name"] for call in garage["predicted_trajectory"]] == ["set_device_info", "get_device_info"]
     assert "get_device_info" in garage[f"{TRAJECTORY}/explanation"]
-    summary = report.summary_metrics.iloc[0]
+    summary = summary_metrics(report).iloc[0]
     assert summary["row_count"] == 33
     for name in THRESHOLDS:
         assert summary[f"{name}/mean"] == pytest.approx(report.summary.avg_scores[name])

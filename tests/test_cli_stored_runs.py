@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.alerts import ALERT_WEBHOOK_ENV
 from agent_eval.cli import main
+from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
 from agent_eval.store import get_engine, list_runs
 from tests.flows import regression_agents
 from tests.flows.helpers import write_echo_set

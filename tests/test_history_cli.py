@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, update
 
+from agent_eval.aggregate import build_report
 from agent_eval.cli import main
-from agent_eval.report import RunReport, build_report, format_summary
-from agent_eval.report.regression import compare_runs
+from agent_eval.compare.regression import compare_runs
+from agent_eval.render import format_summary
+from agent_eval.results import RunReport
 from agent_eval.schema import EvalConfig, EvalStatus
 from agent_eval.store import (
     Run,
@@ -307,3 +309,11 @@ def test_history_and_compare_on_postgres(postgres_url: str, capsys: pytest.Captu
         "  passed → failed   set/a  m -0.600",
         "  failed → passed   set/b  m +0.600",
     ]
+
+
+def test_report_takes_no_verbose_flag(store: tuple[str, RunReport], capsys: pytest.CaptureFixture[str]) -> None:
+    """`report` runs no flow, so `-v` (Prefect's logs) would do nothing: it is refused like any unknown flag."""
+    with pytest.raises(SystemExit) as exited:
+        main(["report", store[1].run_id, "-o", "out.html", "-v", "--db-url", store[0]])
+    assert exited.value.code == 2
+    assert "unrecognized arguments: -v" in capsys.readouterr().err

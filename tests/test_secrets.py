@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_eval.alerts import ALERT_WEBHOOK_ENV, post_webhook, webhook_block, webhook_reference
-from agent_eval.judge.backends import JudgeCallError, TransientJudgeError
+from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV, post_webhook, webhook_block, webhook_reference
+from agent_eval.metrics.judged.backends import JudgeCallError, TransientJudgeError
 from agent_eval.plan import EvalRequest
-from agent_eval.report.models import RunReport
+from agent_eval.results import RunReport
 from agent_eval.secrets import (
     SecretUnavailableError,
     is_reference,
@@ -24,8 +24,8 @@ from agent_eval.secrets import (
     resolve_secret,
     shown_reference,
 )
-from tests.report.builders import sample_report
-from tests.test_alerts import WebhookReceiver
+from tests.compare.test_alerts import WebhookReceiver
+from tests.render.builders import sample_report
 
 SLACK = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
 GEMINI_KEY = "AIzaSyA1234567890abcdefghijklmnopqrstu"

@@ -8,7 +8,7 @@ import pytest
 
 from agent_eval.testing import assert_eval_passes, check_pass_rate
 from tests.flows.helpers import write_echo_set
-from tests.report.builders import repeated_report, sample_report
+from tests.render.builders import repeated_report, sample_report
 
 AGENTS = "tests.flows.agents_for_tests"
 

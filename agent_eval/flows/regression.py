@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from agent_eval.alerts import (
+from agent_eval.compare.alerts import (
     OUTAGE_EVENT,
     REGRESSION_EVENT,
     alert_payload,
@@ -19,9 +19,9 @@ from agent_eval.alerts import (
     post_webhook,
     webhook_reference,
 )
+from agent_eval.compare.regression import NO_BASELINE, compare_runs, no_baseline_payload
 from agent_eval.plan import EvalPlan
-from agent_eval.report.models import RunReport
-from agent_eval.report.regression import NO_BASELINE, compare_runs, no_baseline_payload
+from agent_eval.results import RunReport
 from agent_eval.schema import RegressionConfig
 from agent_eval.secrets import redact_text
 from agent_eval.store import Run, get_engine, get_run, load_report, record_regression
@@ -38,7 +38,7 @@ def compare_with_baseline(
 
     The baseline is `baseline_run_id` when pinned, else the latest comparable run (the rule is
     `agent_eval.store.queries.choose_baseline`'s); the comparison keeps to what both runs measured alike
-    (`agent_eval.report.regression`). With no comparable baseline, `report.regression` (and the stored run)
+    (`agent_eval.compare.regression`). With no comparable baseline, `report.regression` (and the stored run)
     says "no comparable baseline" and why, and nothing regressed. On a regression the `agent-eval.regression`
     event is emitted and the webhook (config or `$AGENT_EVAL_ALERT_WEBHOOK`) is called; a webhook that fails
     is logged and noted in the stored payload, never fatal.

@@ -1,23 +1,15 @@
 """Metrics: one registry for built-in and custom metrics, all with ADK's metric signature."""
 
 # Importing the metric modules registers the built-ins.
-from agent_eval.metrics import (  # noqa: F401
-    adk_rust,
-    custom,
-    efficiency,
-    judged,
-    judged_rubrics,
-    judged_rust,
-    judged_user_simulator,
-    response,
-    tool_match,
-    trajectory,
-    vertex,
-)
+from agent_eval.metrics import custom, efficiency, response, similarity  # noqa: F401
+from agent_eval.metrics.judged import adk, rubrics, rust, user_simulator  # noqa: F401
 from agent_eval.metrics.registry import REGISTRY, MetricRegistry, MetricSpec, metric
 from agent_eval.metrics.response import response_match_score, rouge1_fmeasure
 from agent_eval.metrics.scoring import score_case_run, score_criterion
-from agent_eval.metrics.trajectory import MatchType, tool_trajectory_avg_score, trajectory_matches
+from agent_eval.metrics.trajectory import adk as adk_trajectory  # noqa: F401
+from agent_eval.metrics.trajectory import rust as rust_trajectory  # noqa: F401
+from agent_eval.metrics.trajectory import tool_match, vertex  # noqa: F401
+from agent_eval.metrics.trajectory.adk import MatchType, tool_trajectory_avg_score, trajectory_matches
 
 __all__ = [
     "REGISTRY",

@@ -8,7 +8,6 @@ import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from google.genai import types as genai_types
 from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError, alias_generators
 
 from agent_eval.errors import EvalInputError
@@ -16,12 +15,14 @@ from agent_eval.schema import EvalMetric, EvalStatus, EvaluationResult, Invocati
 
 __all__ = [
     "COMMON_OPTIONS",
+    "NO_EXPECTED_INVOCATIONS",
     "CriterionOptions",
     "MetricNotApplicable",
+    "bool_option",
     "criterion_options",
-    "format_call",
     "model_option_keys",
     "model_option_spellings",
+    "needs_explanation",
     "overall_result",
     "require_expected",
     "status_for",
@@ -29,6 +30,9 @@ __all__ = [
 ]
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+NO_EXPECTED_INVOCATIONS = "the case has no expected invocations (conversation_scenario)"
+"""Why a metric that compares against expected invocations does not apply to a conversation-scenario case."""
 
 COMMON_OPTIONS = frozenset({"include_intermediate_responses_in_final"})
 """Options every criterion accepts besides `threshold`: the other field of ADK's `BaseCriterion`."""
@@ -167,14 +171,26 @@ def require_expected(actual: list[Invocation], expected: list[Invocation] | None
         ValueError: the agent produced a different number of invocations than expected.
     """
     if expected is None:
-        raise MetricNotApplicable("the case has no expected invocations (conversation_scenario)")
+        raise MetricNotApplicable(NO_EXPECTED_INVOCATIONS)
     if len(actual) != len(expected):
         raise ValueError(f"{len(actual)} actual invocation(s) but {len(expected)} expected")
     return expected
 
 
-def format_call(call: genai_types.FunctionCall) -> str:
-    """`name(key=value, ...)` with values in Python repr, e.g. `set_temperature(location='Bedroom', temperature=23)`."""
-    args: dict[str, Any] = call.args or {}
-    shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
-    return f"{call.name}({shown})"
+def needs_explanation(score: float, threshold: float | None) -> bool:
+    """Whether a turn deserves an explanation: imperfect, and failing when there is a threshold."""
+    return score < 1.0 and (threshold is None or score < threshold)
+
+
+def bool_option(eval_metric: EvalMetric, name: str, default: bool) -> bool:
+    """The boolean option `name` of a criterion, `default` when unset.
+
+    Raises:
+        EvalInputError: the value is not a boolean.
+    """
+    value = eval_metric.option(name, default)
+    if not isinstance(value, bool):
+        raise EvalInputError(
+            f"{name} must be true or false, got {value!r}", field=f"criteria.{eval_metric.metric_name}.{name}"
+        )
+    return value

@@ -85,13 +85,11 @@ def is_current(engine: Engine) -> bool:
     return versions == [newest_packaged_revision()]
 
 
-def revision(message: str, url: str) -> None:
-    """Autogenerate the next numbered revision from the models' difference to the database at `url`."""
+def revision(message: str, engine: Engine) -> None:
+    """Autogenerate the next numbered revision from the models' difference to the database of `engine` (an
+    engine of `agent_eval.store.get_engine`, so the database is at the newest revision first)."""
     from alembic import command
 
-    from agent_eval.store.engine import get_engine
-
-    engine = get_engine(url)
     rev_id = f"{int(head_revision()) + 1:04d}"
     with engine.begin() as connection:
         command.revision(alembic_config(connection), message=message, autogenerate=True, rev_id=rev_id)

@@ -12,9 +12,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from agent_eval.aggregate import summarize
 from agent_eval.errors import EvalInputError
-from agent_eval.report.aggregate import summarize
-from agent_eval.report.models import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
+from agent_eval.results import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
 from agent_eval.run_configs import scoring_fingerprints
 from agent_eval.schema import AgentRun, CacheOrigin, EvalSet, EvalStatus, Invocation, TokenUsage
 from agent_eval.store.engine import get_engine
@@ -162,7 +162,7 @@ def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | 
     fingerprints are computed from `runs.config`, so runs of earlier releases are compared by the same rule.
 
     A pinned run is used whatever its config (the comparison then keeps to what both measured alike, see
-    `agent_eval.report.regression`), unless it is missing or not completed.
+    `agent_eval.compare.regression`), unless it is missing or not completed.
 
     Raises:
         RunNotFoundError: no run `run_id`.

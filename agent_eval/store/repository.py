@@ -27,7 +27,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from agent_eval.report.models import CaseResult, RunReport
+from agent_eval.results import CaseResult, RunReport
 from agent_eval.schema import AgentRun, EvalSet, EvalStatus, content_hash
 from agent_eval.secrets import redact_text
 from agent_eval.store.engine import get_engine

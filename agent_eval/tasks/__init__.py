@@ -16,7 +16,7 @@ from prefect.utilities.annotations import quote
 
 from agent_eval.agents import Agent, AgentFailure, is_transient, run_agent_case
 from agent_eval.metrics import MetricSpec, score_criterion
-from agent_eval.report.models import MetricResult, RunReport
+from agent_eval.results import MetricResult, RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
 from agent_eval.store import RunCreate, complete_run, get_engine, start_run
 

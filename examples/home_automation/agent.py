@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_eval.agents.base import AgentSession, AgentTurn, ToolCallRecord
+from agent_eval import AgentSession, AgentTurn, ToolCallRecord
 from examples.home_automation import tools
 
 __all__ = ["root_agent"]

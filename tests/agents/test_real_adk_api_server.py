@@ -32,9 +32,9 @@ import pytest
 from agent_eval import evaluate, rescore
 from agent_eval.agents import KEEP_SESSIONS_ENV, server_session_of
 from agent_eval.cli import main
+from agent_eval.compare.run_history import show
 from agent_eval.errors import EvalInputError, InfrastructureError
-from agent_eval.history import show
-from agent_eval.report import write_outputs
+from agent_eval.render import write_outputs
 from agent_eval.store import get_engine, get_run, list_runs
 from agent_eval.store.queries import choose_baseline
 from tests.flows.helpers import echo_case

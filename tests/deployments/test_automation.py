@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_eval.alerts import ALERT_BLOCK_ID_ENV, alert_payload
+from agent_eval.compare.alerts import ALERT_BLOCK_ID_ENV, alert_payload
+from tests.compare.test_alerts import FLIPPED, METRIC, WebhookReceiver, regression_report
 from tests.conftest import REPO_ROOT
 from tests.deployments.prefect_stack import PrefectStack
-from tests.test_alerts import FLIPPED, METRIC, WebhookReceiver, regression_report
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,7 @@ AUTOMATION = "agent-eval regression alert"
 RUN_URL = "http://127.0.0.1:4200/runs/flow-run/0000"
 EMIT = """
 import json, sys, time
-from agent_eval.alerts import emit_regression_event
+from agent_eval.compare.alerts import emit_regression_event
 event_id = emit_regression_event(json.load(sys.stdin))
 print(json.dumps({"event_id": event_id, "emitted_at": time.time()}), flush=True)
 """

@@ -16,9 +16,9 @@ import pytest
 from sqlmodel import Session, col, select
 
 from agent_eval.store import CaseRecord, Run, get_engine
+from tests.compare.test_alerts import WebhookReceiver
 from tests.conftest import REPO_ROOT
 from tests.deployments.prefect_stack import POOL, PREFECT, PrefectStack
-from tests.test_alerts import WebhookReceiver
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,7 @@
 """Scripted LLM-judge answers for the fake Gemini server, for the judged metrics run through the real flow.
 
 `JudgeRouter` is a `FakeGeminiServer.respond_with` handler. It tells which metric asks by the request's system
-instruction (each judged metric has its own constant prompt in `agent_eval.metrics.judge_prompts`), checks that
+instruction (each judged metric has its own constant prompt in `agent_eval.metrics.judged.prompts`), checks that
 the request asks for that metric's structured answer (the response schema's title), and answers:
 - by the first rule (`on(...)`) whose metric matches and whose fenced section (e.g. `<user_prompt>`) contains a
   given text, else by the metric's default answer (every default is a positive, well-formed verdict);
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from agent_eval.metrics import judge_prompts as jp
+from agent_eval.metrics.judged import prompts as jp
 from tests.fakes.gemini_server import FakeReply, error_reply, text_reply
 
 __all__ = [

@@ -11,7 +11,7 @@ import pytest
 
 from agent_eval import evaluate, rerun, rescore
 from agent_eval.plan import EvalRequest, prepare
-from agent_eval.report.models import RunReport
+from agent_eval.results import RunReport
 from agent_eval.store import get_engine, get_run
 from tests.flows.helpers import write_echo_set
 

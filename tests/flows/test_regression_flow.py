@@ -15,12 +15,12 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
 
 from agent_eval import evaluate
-from agent_eval.alerts import ALERT_WEBHOOK_ENV
-from agent_eval.report.models import RunReport
+from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
+from agent_eval.results import RunReport
 from agent_eval.store import get_engine, get_run
+from tests.compare.test_alerts import WebhookReceiver
 from tests.flows import regression_agents
 from tests.flows.helpers import write_echo_set
-from tests.test_alerts import WebhookReceiver
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server")]
 

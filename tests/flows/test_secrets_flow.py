@@ -20,14 +20,14 @@ from prefect.logging.handlers import APILogWorker
 from sqlalchemy import text
 
 from agent_eval import evaluate
-from agent_eval.alerts import ALERT_WEBHOOK_ENV
 from agent_eval.cli import main
-from agent_eval.report.models import RunReport
+from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
+from agent_eval.results import RunReport
 from agent_eval.secrets import SecretUnavailableError, resolve_secret
 from agent_eval.store import get_engine
+from tests.compare.test_alerts import WebhookReceiver
 from tests.flows import regression_agents
 from tests.flows.helpers import write_echo_set
-from tests.test_alerts import WebhookReceiver
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server")]
 

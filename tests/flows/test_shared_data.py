@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval import evaluate
+from agent_eval import evaluate, metrics_table
 from agent_eval.io import load_eval_sets
 from agent_eval.schema import EvalStatus
 
@@ -42,7 +42,7 @@ def test_vertex_dataset_with_predictions_is_scored_without_an_agent(data_dir: Pa
     report = evaluate(dataset, config=config, db_url=sqlite_url)
 
     assert report.agent_reference == "replay"
-    table = report.metrics_table.set_index("eval_id")
+    table = metrics_table(report).set_index("eval_id")
     # Row 1 calls set_device_info on device_3 instead of device_2; row 2 is checked by hand below.
     assert table.loc["row_0001", "trajectory_exact_match/score"] == 0.0
     assert table.loc["row_0001", "trajectory_precision/score"] == 0.0

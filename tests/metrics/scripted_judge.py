@@ -23,8 +23,8 @@ from typing import Any, TypeAlias
 from google.genai.types import Content, FunctionCall, FunctionResponse, Part
 from pydantic import BaseModel
 
-from agent_eval.judge.base import JudgeRequest, JudgeSample
-from agent_eval.metrics.voting import set_judge_factory
+from agent_eval.metrics.judged.base import JudgeRequest, JudgeSample
+from agent_eval.metrics.judged.voting import set_judge_factory
 from agent_eval.schema import (
     ConversationScenario,
     EvalConfig,

@@ -9,18 +9,20 @@ from google.genai.types import Content, FunctionCall, Part
 
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics import REGISTRY
-from agent_eval.metrics.adk_rust import (
+from agent_eval.metrics.common import MetricNotApplicable
+from agent_eval.metrics.similarity import (
     SimilarityAlgorithm,
     SimilarityOptions,
-    args_match,
     normalize_text,
     response_similarity,
     similarity,
     similarity_tokens,
+)
+from agent_eval.metrics.trajectory.rust import (
+    args_match,
     tool_trajectory_score,
     trajectory_score,
 )
-from agent_eval.metrics.common import MetricNotApplicable
 from agent_eval.schema import EvalConfig, EvalMetric, EvalStatus, IntermediateData, Invocation
 
 A = FunctionCall(name="a")

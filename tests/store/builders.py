@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agent_eval.report import build_report
-from agent_eval.report.models import InvocationScore, MetricResult, RunReport
+from agent_eval.aggregate import build_report
+from agent_eval.results import InvocationScore, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus, Invocation, TokenUsage
 from agent_eval.store import RunCreate
 

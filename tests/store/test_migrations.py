@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
 import agent_eval
-from agent_eval.history import history
+from agent_eval.compare.run_history import history
 from agent_eval.store import get_engine, get_run, load_report, save_report
 from agent_eval.store.engine import new_engine, normalize_url
 from agent_eval.store.migrate import MIGRATIONS_DIR, alembic_config, head_revision, upgrade

@@ -1,0 +1,538 @@
+"""Run comparison with statistics: did the current run regress against a baseline, metric by metric and case by case?
+
+`compare_runs(baseline, current)` is pure (no Prefect, no store) and returns a `RegressionReport`, which prints
+itself for the console or an alert (`summary_lines`) and becomes the payload of a Prefect event or a webhook
+(`to_payload`). The rules:
+
+Cases
+    A case is keyed by `(eval_set_id, eval_id)`; its runs are the report's `CaseResult`s with that key (one per
+    `run_index`). Only cases in both reports (*shared*) are compared; cases only in the current report are listed
+    as `added`, cases only in the baseline as `removed`. No shared cases: nothing is compared, nothing regressed,
+    and a note says so.
+
+Metrics (over the shared cases)
+    - A case's score on a side is the mean of its scored runs' scores on that side (with `num_runs` > 1 runs are
+      averaged first, then paired). A run with a None (or non-finite) score is skipped; a case with no scored run
+      on either side is left out of that metric's pairing and counted in `left_out`.
+    - `baseline_mean` and `current_mean` are means over the paired cases only; `difference` is the mean of the
+      per-case differences (current − baseline), i.e. `current_mean − baseline_mean`.
+    - The interval is a paired percentile bootstrap of the mean difference (`agent_eval.stats`), drawn from
+      `numpy.random.default_rng(seed)` for every metric. One paired case gives the degenerate interval `[d, d]`
+      (noted); identical runs give a difference of 0 and the interval `[0, 0]`.
+    - `regressed`: the drop (−difference) exceeds the metric's tolerance AND the interval's upper bound is below
+      zero. `improved`: the gain exceeds the tolerance AND the lower bound is above zero. "Exceeds" is strict,
+      beyond float noise of 1e-9. The tolerance is absolute, in the metric's units: one float for every metric,
+      or a dict of per-metric tolerances (metrics missing from it get 0.05; names in it that no run scored are
+      ignored).
+    - An *informational* metric (no PASSED or FAILED result in either run, at least one INFORMATIONAL one, e.g.
+      ADK's call counts where lower is better) is compared but never regressed nor improved: its direction is
+      unknown.
+
+Case outcomes (over the shared cases)
+    - A case run passed when its `CaseResult` passed (a failed or not-evaluated run did not pass). A case
+      *passes* on a side when every run of it there passed, and *fails* there otherwise.
+    - `flipped_to_failing`: passes in the baseline, fails in the current run; `flipped_to_passing`: the reverse.
+      With one run per case these are plain pass ↔ fail flips.
+    - `hard_regression`: passed in EVERY baseline run and in NO current run (with one run per case, the same as a
+      flip to failing; with several runs, a case that merely became flaky is not a hard regression).
+    - `flaky`: the case both passed and did not pass across its current runs.
+    - Pass rate = passes / runs on each side; pass@k for k = 1..n (n = the case's runs on that side) by the
+      unbiased estimator `1 − C(n−c, k) / C(n, k)`; the report's pass@k averages each k over the shared cases
+      that ran at least k times.
+
+Like with like (per eval set, from each report's `config`, see `agent_eval.run_configs`)
+    - An eval set both runs scored with the same criteria (equal scoring fingerprints: thresholds, options,
+      custom metrics, user simulator; the `regression` section does not count) is compared as above. The
+      baseline the flow picks by itself always qualifies (`agent_eval.store.choose_baseline`).
+    - Otherwise (a pinned baseline measured with another config) only the metrics both runs measured with the
+      same options are compared: a metric whose options, custom code or user simulator differ, or that only
+      one run has, is left out; a metric whose threshold alone differs keeps its scores compared (a threshold
+      decides pass or fail, not the score). Case pass/fail flips, and so hard regressions, are not counted in
+      that eval set: a case passing under other criteria says nothing about a regression. Notes say so.
+
+Verdict
+    `RegressionReport.regressed` = any metric regressed OR any case is a hard regression. With no comparable
+    baseline there is no comparison: `no_baseline_payload` says why, and nothing regressed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.results import CaseResult, RunReport
+from agent_eval.run_configs import configs_by_eval_set, criterion_keys
+from agent_eval.schema import scoring_fingerprint
+from agent_eval.stats import (
+    CaseKey,
+    CaseRuns,
+    case_scores,
+    check_confidence,
+    check_resamples,
+    check_tolerance,
+    informational_metrics,
+    mean_pass_at_k,
+    paired_difference,
+    pass_at_ks,
+    runs_by_case,
+)
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "NO_BASELINE",
+    "CaseComparison",
+    "CaseRef",
+    "MetricComparison",
+    "RegressionReport",
+    "compare_runs",
+    "no_baseline_payload",
+]
+
+DEFAULT_TOLERANCE = 0.05
+"""The absolute drop a metric's mean may show before it can count as regressed."""
+
+_FLOAT_NOISE = 1e-9
+_MAX_LISTED = 10
+_ONE_PAIR = "one paired case: the interval is the difference itself"
+NO_BASELINE = "no comparable baseline"
+
+
+class CaseRef(BaseModel):
+    """An eval case, by eval set and id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    eval_set_id: str
+    eval_id: str
+
+    @property
+    def label(self) -> str:
+        """`eval_set_id/eval_id`, as the console and alerts show it."""
+        return f"{self.eval_set_id}/{self.eval_id}"
+
+
+class MetricComparison(BaseModel):
+    """One metric compared over the cases both runs scored (means, difference and interval are None without any)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric_name: str
+    paired_cases: int = Field(description="Shared cases scored in both runs.")
+    left_out: int = Field(0, description="Shared cases with the metric but no score on one side.")
+    baseline_mean: float | None = None
+    current_mean: float | None = None
+    difference: float | None = Field(None, description="Mean of current − baseline over the paired cases.")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    tolerance: float = DEFAULT_TOLERANCE
+    informational: bool = False
+    regressed: bool = False
+    improved: bool = False
+    note: str | None = None
+
+
+class CaseComparison(CaseRef):
+    """One shared case: its passes in each run set, pass@k, flips, flakiness and whether it hard-regressed."""
+
+    baseline_runs: int
+    baseline_passes: int
+    current_runs: int
+    current_passes: int
+    baseline_pass_rate: float
+    current_pass_rate: float
+    baseline_pass_at_k: dict[int, float]
+    pass_at_k: dict[int, float] = Field(description="pass@k over the current runs, k = 1..current_runs.")
+    flaky: bool
+    flipped_to_failing: bool
+    flipped_to_passing: bool
+    hard_regression: bool
+
+
+class RegressionReport(BaseModel):
+    """The comparison of a current run with a baseline run (rules in the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline_run_id: str
+    current_run_id: str
+    baseline_reason: str | None = Field(None, description="Why this baseline: pinned, or the latest comparable run.")
+    confidence: float
+    resamples: int
+    seed: int
+    metrics: list[MetricComparison]
+    cases: list[CaseComparison] = Field(description="The shared cases, in the current report's order.")
+    added: list[CaseRef] = Field(default_factory=list, description="Cases only in the current run.")
+    removed: list[CaseRef] = Field(default_factory=list, description="Cases only in the baseline run.")
+    baseline_pass_at_k: dict[int, float] = Field(default_factory=dict)
+    pass_at_k: dict[int, float] = Field(default_factory=dict, description="Mean pass@k over the shared cases.")
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def regressed(self) -> bool:
+        """Whether any metric regressed or any case is a hard regression."""
+        return any(m.regressed for m in self.metrics) or bool(self.hard_regressions)
+
+    @property
+    def flipped_to_failing(self) -> list[CaseComparison]:
+        """Cases passing in every baseline run and not in every current run."""
+        return [case for case in self.cases if case.flipped_to_failing]
+
+    @property
+    def flipped_to_passing(self) -> list[CaseComparison]:
+        """Cases not passing in every baseline run and passing in every current run."""
+        return [case for case in self.cases if case.flipped_to_passing]
+
+    @property
+    def hard_regressions(self) -> list[CaseComparison]:
+        """Cases passing in every baseline run and in no current run."""
+        return [case for case in self.cases if case.hard_regression]
+
+    @property
+    def flaky_cases(self) -> list[CaseComparison]:
+        """Cases that both passed and did not pass across the current runs."""
+        return [case for case in self.cases if case.flaky]
+
+    def summary_lines(self) -> list[str]:
+        """Lines for the console or an alert: a header, one line per metric, the case lists, notes, the verdict."""
+        lines = [
+            f"{self.current_run_id} vs baseline {self.baseline_run_id}: {len(self.cases)} shared cases, "
+            f"{len(self.added)} added, {len(self.removed)} removed"
+        ]
+        if self.baseline_reason:
+            lines.insert(0, f"baseline {self.baseline_run_id}: {self.baseline_reason}")
+        lines.extend(_metric_line(metric, self.confidence) for metric in self.metrics)
+        lines.extend(f"{title}: {_listing(items)}" for title, items in _case_groups(self) if items)
+        if len(self.pass_at_k) > 1:
+            lines.append("pass@k: " + ", ".join(f"pass@{k} {value:.3f}" for k, value in self.pass_at_k.items()))
+        lines.extend(self.notes)
+        lines.append(_verdict(self))
+        return lines
+
+    def to_payload(self) -> dict[str, Any]:
+        """A JSON-able dict for a Prefect event or a webhook: metrics, flipped and flaky cases, pass@k, verdict."""
+        return {
+            "regressed": self.regressed,
+            "baseline_run_id": self.baseline_run_id,
+            "baseline_reason": self.baseline_reason,
+            "current_run_id": self.current_run_id,
+            "confidence": self.confidence,
+            "shared_cases": len(self.cases),
+            "regressed_metrics": [metric.metric_name for metric in self.metrics if metric.regressed],
+            "metrics": [metric.model_dump(mode="json") for metric in self.metrics],
+            "flipped_to_failing": _labels(self.flipped_to_failing),
+            "flipped_to_passing": _labels(self.flipped_to_passing),
+            "hard_regressions": _labels(self.hard_regressions),
+            "flaky": [_flaky_payload(case) for case in self.flaky_cases],
+            "added": _labels(self.added),
+            "removed": _labels(self.removed),
+            "pass_at_k": _keyed(self.pass_at_k),
+            "baseline_pass_at_k": _keyed(self.baseline_pass_at_k),
+            "notes": list(self.notes),
+            "summary": "\n".join(self.summary_lines()),
+        }
+
+
+@dataclass(frozen=True)
+class _Settings:
+    tolerance: float | Mapping[str, float]
+    confidence: float
+    resamples: int
+    seed: int
+
+    def tolerance_of(self, metric_name: str) -> float:
+        if isinstance(self.tolerance, Mapping):
+            return float(self.tolerance.get(metric_name, DEFAULT_TOLERANCE))
+        return float(self.tolerance)
+
+
+def compare_runs(
+    baseline: RunReport,
+    current: RunReport,
+    *,
+    tolerance: float | Mapping[str, float] = DEFAULT_TOLERANCE,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    baseline_reason: str | None = None,
+) -> RegressionReport:
+    """Compare a current run with a baseline run, metric by metric and case by case (rules in the module docstring).
+
+    Args:
+        baseline: the run to compare against.
+        current: the new run.
+        tolerance: the absolute drop a metric's mean may show without regressing; a dict gives it per metric
+            (others get 0.05).
+        confidence: the coverage of the bootstrap interval, in (0, 1).
+        resamples: the number of bootstrap resamples.
+        seed: the seed of the bootstrap's random generator; the same seed gives the same report.
+        baseline_reason: why this baseline (e.g. "pinned with --baseline"), shown first in the summary.
+
+    Raises:
+        ValueError: a confidence outside (0, 1), fewer than one resample, or a negative tolerance.
+    """
+    check_confidence(confidence)
+    check_resamples(resamples)
+    check_tolerance(tolerance)
+    alike = _alike(baseline, current)
+    baseline_runs, current_runs = runs_by_case(alike.keep(baseline.cases)), runs_by_case(alike.keep(current.cases))
+    shared = [key for key in current_runs if key in baseline_runs]
+    cases = [_compare_case(key, baseline_runs[key], current_runs[key], alike.flips(key[0])) for key in shared]
+    return RegressionReport(
+        baseline_run_id=baseline.run_id,
+        current_run_id=current.run_id,
+        baseline_reason=baseline_reason,
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+        metrics=_compare_metrics(
+            baseline_runs, current_runs, shared, _Settings(tolerance, confidence, resamples, seed)
+        ),
+        cases=cases,
+        added=[_ref(key) for key in current_runs if key not in baseline_runs],
+        removed=[_ref(key) for key in baseline_runs if key not in current_runs],
+        baseline_pass_at_k=mean_pass_at_k(case.baseline_pass_at_k for case in cases),
+        pass_at_k=mean_pass_at_k(case.pass_at_k for case in cases),
+        notes=alike.notes + _notes(baseline, current, shared),
+    )
+
+
+def no_baseline_payload(current_run_id: str, reason: str) -> dict[str, Any]:
+    """The payload stored (and printed) when a run has no comparable baseline: nothing compared, nothing
+    regressed, and `summary` saying why, e.g. "no comparable baseline: 2 earlier completed runs of this agent
+    and eval set versions used other criteria". Same keys as `RegressionReport.to_payload`."""
+    return {
+        "regressed": False,
+        "baseline_run_id": None,
+        "baseline_reason": reason,
+        "current_run_id": current_run_id,
+        "shared_cases": 0,
+        "regressed_metrics": [],
+        "metrics": [],
+        "flipped_to_failing": [],
+        "flipped_to_passing": [],
+        "hard_regressions": [],
+        "flaky": [],
+        "added": [],
+        "removed": [],
+        "pass_at_k": {},
+        "baseline_pass_at_k": {},
+        "notes": [],
+        "summary": f"{NO_BASELINE}: {reason}",
+    }
+
+
+# ------------------------------------------------------------------------------------------- like with like
+@dataclass(frozen=True)
+class _Alike:
+    """Per eval set whose criteria differ between the runs: the metrics still compared (absent: all metrics,
+    flips counted)."""
+
+    metrics: Mapping[str, frozenset[str]]
+    notes: list[str]
+
+    def flips(self, eval_set_id: str) -> bool:
+        return eval_set_id not in self.metrics
+
+    def keep(self, cases: Sequence[CaseResult]) -> list[CaseResult]:
+        """The cases with only their comparable metric results."""
+        return [
+            case
+            if self.flips(case.eval_set_id)
+            else case.model_copy(
+                update={"metrics": [m for m in case.metrics if m.metric_name in self.metrics[case.eval_set_id]]}
+            )
+            for case in cases
+        ]
+
+
+def _alike(baseline: RunReport, current: RunReport) -> _Alike:
+    """What may be compared in each eval set of both runs (rules in the module docstring)."""
+    eval_set_ids = [eval_set_id for eval_set_id in current.eval_set_ids if eval_set_id in baseline.eval_set_ids]
+    baseline_configs = configs_by_eval_set(baseline.config, eval_set_ids)
+    current_configs = configs_by_eval_set(current.config, eval_set_ids)
+    metrics: dict[str, frozenset[str]] = {}
+    notes = []
+    for eval_set_id in eval_set_ids:
+        before, now = baseline_configs[eval_set_id], current_configs[eval_set_id]
+        if scoring_fingerprint(before) == scoring_fingerprint(now):
+            continue
+        before_keys, now_keys = criterion_keys(before), criterion_keys(now)
+        metrics[eval_set_id] = frozenset(name for name, key in now_keys.items() if before_keys.get(name) == key)
+        notes.append(_criteria_note(eval_set_id, before_keys, now_keys, metrics[eval_set_id]))
+    return _Alike(metrics, notes)
+
+
+def _criteria_note(eval_set_id: str, before: Mapping[str, str], now: Mapping[str, str], same: frozenset[str]) -> str:
+    """E.g. `eval set x: the baseline used other criteria; compared only a (measured alike); left out: b (only
+    in this run); pass/fail flips not compared (they need the same criteria)`."""
+    left_out = [f"{name} (only in this run)" for name in now if name not in before]
+    left_out += [f"{name} (only in the baseline)" for name in before if name not in now]
+    left_out += [f"{name} (other options)" for name in now if name in before and name not in same]
+    compared = ", ".join(sorted(same)) or "no metric"
+    note = f"eval set {eval_set_id}: the baseline used other criteria; compared only {compared} (measured alike)"
+    note += f"; left out: {', '.join(left_out)}" if left_out else ""
+    return note + "; pass/fail flips not compared (they need the same criteria)"
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+def _compare_metrics(
+    baseline_runs: CaseRuns, current_runs: CaseRuns, shared: Sequence[CaseKey], settings: _Settings
+) -> list[MetricComparison]:
+    """One comparison per metric seen in a shared case, in order of first appearance (current, then baseline)."""
+    current_scores, baseline_scores = case_scores(current_runs, shared), case_scores(baseline_runs, shared)
+    informational = informational_metrics([baseline_runs, current_runs], shared)
+    return [
+        _compare_metric(
+            name,
+            baseline_scores.get(name, {}),
+            current_scores.get(name, {}),
+            informational=name in informational,
+            settings=settings,
+        )
+        for name in dict.fromkeys([*current_scores, *baseline_scores])
+    ]
+
+
+def _compare_metric(
+    name: str,
+    baseline: Mapping[CaseKey, float | None],
+    current: Mapping[CaseKey, float | None],
+    *,
+    informational: bool,
+    settings: _Settings,
+) -> MetricComparison:
+    """The paired comparison of one metric: means, difference, bootstrap interval and the regressed/improved flags."""
+    keys = dict.fromkeys([*current, *baseline])
+    pairs = [(b, c) for key in keys if (b := baseline.get(key)) is not None and (c := current.get(key)) is not None]
+    tolerance = settings.tolerance_of(name)
+    fields: dict[str, Any] = {"metric_name": name, "tolerance": tolerance, "informational": informational}
+    fields.update(paired_cases=len(pairs), left_out=len(keys) - len(pairs))
+    if not pairs:
+        return MetricComparison(**fields, note="no shared case was scored in both runs")
+    paired = paired_difference(pairs, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed)
+    gated, drop = not informational, -paired.difference
+    return MetricComparison(
+        **fields,
+        baseline_mean=paired.baseline_mean,
+        current_mean=paired.current_mean,
+        difference=paired.difference,
+        ci_low=paired.low,
+        ci_high=paired.high,
+        regressed=gated and drop > tolerance + _FLOAT_NOISE and paired.high < 0.0,
+        improved=gated and -drop > tolerance + _FLOAT_NOISE and paired.low > 0.0,
+        note=_ONE_PAIR if len(pairs) == 1 else None,
+    )
+
+
+# -------------------------------------------------------------------------------------------------- cases
+def _compare_case(
+    key: CaseKey, baseline: Sequence[CaseResult], current: Sequence[CaseResult], flips: bool = True
+) -> CaseComparison:
+    """Passes on each side, pass@k, flips, flakiness and hard regression of one shared case (no flip, hence
+    no hard regression, when `flips` is False: the runs judged pass and fail with different criteria)."""
+    b_runs, b_passes = len(baseline), sum(run.passed for run in baseline)
+    c_runs, c_passes = len(current), sum(run.passed for run in current)
+    baseline_passes_all, current_passes_all = b_passes == b_runs, c_passes == c_runs
+    baseline_fails, current_fails = flips and not baseline_passes_all, flips and not current_passes_all
+    return CaseComparison(
+        eval_set_id=key[0],
+        eval_id=key[1],
+        baseline_runs=b_runs,
+        baseline_passes=b_passes,
+        current_runs=c_runs,
+        current_passes=c_passes,
+        baseline_pass_rate=b_passes / b_runs,
+        current_pass_rate=c_passes / c_runs,
+        baseline_pass_at_k=pass_at_ks(b_runs, b_passes),
+        pass_at_k=pass_at_ks(c_runs, c_passes),
+        flaky=0 < c_passes < c_runs,
+        flipped_to_failing=baseline_passes_all and current_fails,
+        flipped_to_passing=baseline_fails and current_passes_all,
+        hard_regression=flips and baseline_passes_all and c_passes == 0,
+    )
+
+
+def _ref(key: CaseKey) -> CaseRef:
+    return CaseRef(eval_set_id=key[0], eval_id=key[1])
+
+
+def _notes(baseline: RunReport, current: RunReport, shared: Sequence[CaseKey]) -> list[str]:
+    notes = []
+    if not shared:
+        notes.append("no shared cases: nothing was compared and nothing regressed")
+    if baseline.num_runs != current.num_runs:
+        notes.append(
+            f"runs per case differ (baseline {baseline.num_runs}, current {current.num_runs}): "
+            "pass rates and pass@k use each side's own runs"
+        )
+    return notes
+
+
+# ------------------------------------------------------------------------------------------------- output
+def _metric_line(metric: MetricComparison, confidence: float) -> str:
+    """E.g. `response_match_score: 0.912 → 0.803 (−0.109, 95% CI [−0.151, −0.068]) REGRESSED`."""
+    b, c, d, low, high = metric.baseline_mean, metric.current_mean, metric.difference, metric.ci_low, metric.ci_high
+    if b is None or c is None or d is None or low is None or high is None:
+        return f"{metric.metric_name}: {metric.note}"
+    level = f"{round(confidence * 100, 6):g}%"
+    line = f"{metric.metric_name}: {b:.3f} → {c:.3f} ({_signed(d)}, {level} CI [{_signed(low)}, {_signed(high)}])"
+    line += " REGRESSED" if metric.regressed else " IMPROVED" if metric.improved else ""
+    extras = [metric.note] if metric.note else []
+    extras += [f"{metric.left_out} unscored cases left out"] if metric.left_out else []
+    extras += ["informational: not gated"] if metric.informational else []
+    return line + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def _case_groups(report: RegressionReport) -> list[tuple[str, list[str]]]:
+    flaky = [f"{case.label} ({case.current_passes}/{case.current_runs} passed)" for case in report.flaky_cases]
+    return [
+        ("flipped to failing", _labels(report.flipped_to_failing)),
+        ("hard regressions", _labels(report.hard_regressions)),
+        ("flipped to passing", _labels(report.flipped_to_passing)),
+        ("flaky", flaky),
+        ("added", _labels(report.added)),
+        ("removed", _labels(report.removed)),
+    ]
+
+
+def _verdict(report: RegressionReport) -> str:
+    if not report.regressed:
+        return "no regression"
+    reasons = [metric.metric_name for metric in report.metrics if metric.regressed]
+    if report.hard_regressions:
+        reasons.append(f"{len(report.hard_regressions)} hard-regressed case(s)")
+    return "REGRESSED: " + ", ".join(reasons)
+
+
+def _signed(value: float) -> str:
+    """`+0.109`, `−0.109` (a real minus sign) or `0.000`."""
+    text = f"{abs(value):.3f}"
+    if text == "0.000":
+        return text
+    return ("−" if value < 0 else "+") + text
+
+
+def _listing(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_MAX_LISTED])
+    return shown + (f" and {len(items) - _MAX_LISTED} more" if len(items) > _MAX_LISTED else "")
+
+
+def _labels(cases: Iterable[CaseRef]) -> list[str]:
+    return [case.label for case in cases]
+
+
+def _keyed(values: Mapping[int, float]) -> dict[str, float]:
+    return {str(k): value for k, value in values.items()}
+
+
+def _flaky_payload(case: CaseComparison) -> dict[str, Any]:
+    return {
+        "case": case.label,
+        "passes": case.current_passes,
+        "runs": case.current_runs,
+        "pass_rate": case.current_pass_rate,
+        "pass_at_k": _keyed(case.pass_at_k),
+    }

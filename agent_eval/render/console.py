@@ -1,0 +1,189 @@
+"""The console summary (in the style of `adk eval` and ADK-Rust's `format_summary`) and artifact rows.
+
+`format_summary` prints, in order: the run and agent, the totals (`Pass rate` is over the evaluated case runs,
+the not-evaluated ones counted next to it), pass@k and the flaky cases when cases ran more than once, agent
+failures, the invocations reused from earlier evaluations, what the LLM judges did (when they were asked), the
+average scores, each failed case run with the criteria that failed, each case run that was not evaluated with
+the criteria that could not score it and why, and the regression check against the baseline (`render.verdict`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from agent_eval.render.verdict import regression_lines
+from agent_eval.results import CacheSource, CaseResult, MetricResult, RunReport
+from agent_eval.schema import EvalStatus
+
+__all__ = ["cache_line", "format_summary", "judge_line", "summary_table_rows", "unscored_criteria_lines"]
+
+_MAX_EXPLANATION = 300
+_MAX_LISTED = 10
+
+
+def format_summary(report: RunReport) -> str:
+    """Totals, pass rate, pass@k, reused invocations, average scores, each failed and not-evaluated case with its
+    criteria, and the regression check (module docstring)."""
+    s = report.summary
+    lines = [
+        f"agent-eval run {report.run_id}  eval sets: {', '.join(report.eval_set_ids)}",
+        f"agent: {report.agent_reference}  runs per case: {report.num_runs}",
+        f"Total: {s.total}  Passed: {s.passed}  Failed: {s.failed}"
+        + (f"  Not evaluated: {s.not_evaluated}" if s.not_evaluated else "")
+        + f"  Pass rate: {s.pass_rate:.1%}",
+    ]
+    lines.extend(_repeated_run_lines(report))
+    if s.agent_failures:
+        lines.append(f"Agent failures: {s.agent_failures}")
+    if s.cached_case_runs:
+        lines.append(cache_line(s.cached_case_runs, s.total, s.cache_sources))
+    if s.judge.get("calls") or s.judge.get("cache_hits"):
+        lines.append(judge_line(s.judge))
+    lines.extend(_average_lines(report))
+    failed = report.failures()
+    if failed:
+        lines.append("Failed cases:")
+        lines.extend(line for case in failed for line in _case_lines(case, report.num_runs))
+    not_evaluated = report.not_evaluated_cases()
+    if not_evaluated:
+        lines.append("Not evaluated cases:")
+        lines.extend(line for case in not_evaluated for line in _case_lines(case, report.num_runs))
+    lines.extend(regression_lines(report.regression))
+    return "\n".join(lines)
+
+
+def _repeated_run_lines(report: RunReport) -> list[str]:
+    """`pass@k: pass@1 0.667, pass@2 0.833` and `Flaky cases: 1 of 3 (set/a)`, when cases ran repeatedly."""
+    s = report.summary
+    if not s.pass_at_k:
+        return []
+    lines = ["pass@k: " + ", ".join(f"pass@{k} {value:.3f}" for k, value in s.pass_at_k.items())]
+    cases = len({(case.eval_set_id, case.eval_id) for case in report.cases})
+    flaky = f" ({_listing(s.flaky_cases)})" if s.flaky_cases else ""
+    lines.append(f"Flaky cases: {len(s.flaky_cases)} of {cases}{flaky}")
+    return lines
+
+
+def _average_lines(report: RunReport) -> list[str]:
+    s = report.summary
+    if not s.avg_scores:
+        return []
+    lines = ["Average scores:"]
+    thresholds = _thresholds(report)
+    width = max(len(name) for name in s.avg_scores)
+    for name, score in s.avg_scores.items():
+        threshold = thresholds.get(name)
+        suffix = f"  (threshold {threshold:g})" if threshold is not None else ""
+        lines.append(f"  {name:<{width}}  {score:.3f}{suffix}")
+    return lines
+
+
+def cache_line(cached: int, total: int, sources: list[CacheSource]) -> str:
+    """E.g. `12 of 33 invocations reused from run ab12cd34 (2026-12-02 21:14 UTC)`; several runs are listed
+    in order, each with its earliest reused invocation."""
+    shown = [_source(source) for source in sources]
+    runs = "run" if len(shown) == 1 else "runs"
+    return f"{cached} of {total} invocations reused from {runs} {', '.join(shown)}"
+
+
+def judge_line(counts: dict[str, int]) -> str:
+    """E.g. `judge: 165 calls, 12 answers from cache, 3 retries, 1 unusable sample` (`RunSummary.judge`)."""
+    calls, cached = counts.get("calls", 0), counts.get("cache_hits", 0)
+    retries, unusable = counts.get("retries", 0), counts.get("errors", 0)
+    return (
+        f"judge: {_count(calls, 'call')}, {_count(cached, 'answer')} from cache, "
+        f"{retries} {'retry' if retries == 1 else 'retries'}, {_count(unusable, 'unusable sample')}"
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _source(source: CacheSource) -> str:
+    name = source.run_id or "(unrecorded)"
+    return f"{name} ({_minute(source.invoked_at)})" if source.invoked_at is not None else name
+
+
+def _minute(moment: datetime) -> str:
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return f"{aware.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def unscored_criteria_lines(report: RunReport) -> list[str]:
+    """One line per criterion that scored no case run (`RunReport.unscored_criteria`), with the most common
+    reason, e.g. ``criterion hallucinations_v1 scored no case run (judge gave no usable answer): see `agent-eval
+    show RUN` ``."""
+    return [
+        f"criterion {name} scored no case run ({_clip(_common_reason(report, name))}): "
+        f"see `agent-eval show {report.run_id}`"
+        for name in report.unscored_criteria()
+    ]
+
+
+def _common_reason(report: RunReport, metric_name: str) -> str:
+    """The reason most of the criterion's results give (the first seen on a tie)."""
+    counts: dict[str, int] = {}
+    for case in report.cases:
+        for result in case.metrics:
+            if result.metric_name == metric_name and not case.agent_run.failed:
+                reason = result.reason or "no reason given"
+                counts[reason] = counts.get(reason, 0) + 1
+    return max(counts, key=lambda reason: counts[reason]) if counts else "no result"
+
+
+def _thresholds(report: RunReport) -> dict[str, float | None]:
+    return {m.metric_name: m.threshold for case in report.cases for m in case.metrics}
+
+
+def _case_lines(case: CaseResult, num_runs: int) -> list[str]:
+    """`FAIL set/id` or `NOT EVALUATED set/id`, then the agent error or each criterion that failed or could
+    not score the case run, with why."""
+    run = f" (run {case.run_index + 1})" if num_runs > 1 else ""
+    label = "FAIL" if case.status is EvalStatus.FAILED else "NOT EVALUATED"
+    lines = [f"  {label} {case.eval_set_id}/{case.eval_id}{run}"]
+    if case.agent_run.error:
+        lines.append(f"      agent error: {_clip(case.agent_run.error)}")
+        return lines + [f"      {_metric_line(m)}" for m in case.metrics if m.gates]
+    lines.extend(f"      {_metric_line(m)}" for m in case.metrics if m.gates or m.unscored)
+    if not case.metrics:
+        lines.append("      no criterion result")
+    return lines
+
+
+def _metric_line(result: MetricResult) -> str:
+    if result.status is EvalStatus.NOT_EVALUATED:
+        return f"{result.metric_name}: not evaluated, {_clip(result.reason or 'no reason given')}"
+    score = f"{result.score:.3f}" if result.score is not None else "-"
+    threshold = f"{result.threshold:g}" if result.threshold is not None else "-"
+    why = f": {_clip(result.explanation)}" if result.explanation else ""
+    return f"{result.metric_name}: score {score} < threshold {threshold}{why}"
+
+
+def _listing(items: list[str]) -> str:
+    shown = ", ".join(items[:_MAX_LISTED])
+    return shown + (f" and {len(items) - _MAX_LISTED} more" if len(items) > _MAX_LISTED else "")
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_EXPLANATION else text[: _MAX_EXPLANATION - 3] + "..."
+
+
+def summary_table_rows(report: RunReport) -> list[dict[str, Any]]:
+    """One row per case run for the Prefect table artifact: status, failure, latency, score per metric."""
+    rows = []
+    for case in report.cases:
+        row: dict[str, Any] = {
+            "eval_set_id": case.eval_set_id,
+            "eval_id": case.eval_id,
+            "run_index": case.run_index,
+            "status": EvalStatus(case.status).name,
+            "failure": case.failure,
+            "latency_in_seconds": round(case.agent_run.latency_seconds, 4),
+        }
+        for result in case.metrics:
+            row[f"{result.metric_name}/score"] = result.score
+        rows.append(row)
+    return rows

@@ -1,0 +1,235 @@
+"""The results model every stage shares: metric results, case results, the run summary, the run report.
+
+It imports no stage: metrics build its `MetricResult`s, aggregation its `RunReport`, the store saves it and the
+renderers (`agent_eval.render`) read it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_eval.schema import AgentRun, EvalStatus, Invocation, RubricScore
+from agent_eval.secrets import redact_config, redact_text
+
+__all__ = ["CacheSource", "CaseResult", "InvocationScore", "JsonFormat", "MetricResult", "RunReport", "RunSummary"]
+
+NOT_APPLICABLE = "not applicable"
+"""How the explanation of a result starts when its metric does not apply to the case (`metrics.scoring`)."""
+_SCORED = (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.INFORMATIONAL)
+
+JsonFormat: TypeAlias = Literal["report", "vertex", "adk", "rust"]
+"""The shapes `agent_eval.render.report_json` writes: ours, Vertex AI's, ADK's eval history, ADK-Rust's report."""
+
+
+class InvocationScore(BaseModel):
+    """A metric's score on one invocation (turn) of a case run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float | None = None
+    status: EvalStatus = EvalStatus.NOT_EVALUATED
+    explanation: str | None = None
+    rubric_scores: list[RubricScore] | None = None
+
+
+class MetricResult(BaseModel):
+    """One metric on one case run: the score, its status against the threshold, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric_name: str
+    eval_set_id: str
+    eval_id: str
+    run_index: int = 0
+    score: float | None = None
+    status: EvalStatus = EvalStatus.NOT_EVALUATED
+    threshold: float | None = None
+    explanation: str | None = None
+    error: str | None = None
+    per_invocation: list[InvocationScore] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def gates(self) -> bool:
+        """Whether this result fails its case: a FAILED status (a metric that could not score fails nothing)."""
+        return self.status is EvalStatus.FAILED
+
+    @property
+    def scored(self) -> bool:
+        """Whether the metric scored the case run: PASSED, FAILED or INFORMATIONAL."""
+        return self.status in _SCORED
+
+    @property
+    def not_applicable(self) -> bool:
+        """Whether the metric does not apply to the case (NOT_EVALUATED, explained as "not applicable: ...")."""
+        return (
+            self.status is EvalStatus.NOT_EVALUATED
+            and self.error is None
+            and (self.explanation or "").startswith(NOT_APPLICABLE)
+        )
+
+    @property
+    def unscored(self) -> bool:
+        """Whether the metric applies but could not score: the judge gave nothing usable, it raised, ..."""
+        return self.status is EvalStatus.NOT_EVALUATED and not self.not_applicable
+
+    @property
+    def reason(self) -> str | None:
+        """Why the result is what it is: the error the metric raised, else its explanation."""
+        return self.error or self.explanation
+
+
+class CaseResult(BaseModel):
+    """One run of one eval case: what the agent did, every metric on it, and whether it passed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eval_set_id: str
+    eval_id: str
+    run_index: int = 0
+    status: EvalStatus
+    agent_run: AgentRun
+    expected_invocations: list[Invocation] | None = Field(
+        default=None, description="The case's conversation (None for a conversation_scenario case)."
+    )
+    metrics: list[MetricResult] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the case run passed (no agent error, no failing metric)."""
+        return self.status is EvalStatus.PASSED
+
+    @property
+    def failure(self) -> int:
+        """Vertex AI's `failure` column: 1 when the agent itself failed on this case run."""
+        return 1 if self.agent_run.failed else 0
+
+
+class CacheSource(BaseModel):
+    """An earlier evaluation whose invocations a run reused: its id, its first reused invocation, how many."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str | None = Field(description="The run that invoked the agent (None: not recorded).")
+    invoked_at: datetime | None = Field(default=None, description="The earliest reused invocation of that run.")
+    case_runs: int = Field(description="How many case runs of this run came from that one.")
+
+
+class RunSummary(BaseModel):
+    """Totals of a run, as ADK-Rust's report summary: one row per case run (rules in `agent_eval.aggregate`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: int
+    passed: int
+    failed: int
+    not_evaluated: int = 0
+    pass_rate: float = Field(description="passed / (passed + failed): not-evaluated case runs are left out.")
+    avg_scores: dict[str, float] = Field(default_factory=dict)
+    agent_failures: int = 0
+    mean_latency_seconds: float = 0.0
+    pass_at_k: dict[int, float] = Field(
+        default_factory=dict, description="Mean pass@k over cases, k = 1..num_runs (only when cases ran repeatedly)."
+    )
+    flaky_cases: list[str] = Field(
+        default_factory=list, description="`eval_set_id/eval_id` of cases that both passed and failed across runs."
+    )
+    cached_case_runs: int = Field(0, description="Case runs whose invocations were reused from an earlier run.")
+    cache_sources: list[CacheSource] = Field(default_factory=list, description="Where those came from.")
+    judge: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the LLM judges did while the run scored: samples, calls, cache_hits, retries, errors "
+        "(unusable samples); empty when not counted.",
+    )
+
+
+class RunReport(BaseModel):
+    """A whole evaluation run: what was evaluated, with what, the results and the summary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    eval_set_ids: list[str]
+    agent_reference: str
+    agent_fingerprint: str
+    config: dict[str, Any]
+    config_hash: str
+    num_runs: int
+    started_at: datetime
+    completed_at: datetime
+    flow_run_id: str | None = None
+    source_run_id: str | None = Field(default=None, description="The run a re-run or re-score came from.")
+    cases: list[CaseResult]
+    summary: RunSummary
+    regression: dict[str, Any] | None = Field(
+        default=None, description="The comparison with the baseline run (RegressionReport.to_payload), if any."
+    )
+    status: str = Field(
+        default="completed",
+        description="How the run ended (`agent_eval.store.RunStatus`): `errored` when too many case runs could "
+        "not reach the agent (an outage: not compared, never a baseline).",
+    )
+    error: str | None = Field(default=None, description="Why the run errored: the count and the first cause.")
+
+    @field_validator("config")
+    @classmethod
+    def _config_without_secrets(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """Every report, built or read back (even from a run stored before redaction), holds its config redacted
+        (`agent_eval.secrets.redact_config`): a report is shown, exported and stored."""
+        return redact_config(config)
+
+    @field_validator("regression")
+    @classmethod
+    def _alerts_without_secrets(cls, regression: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The alert record's texts redacted too (a webhook error of an earlier release may hold the URL)."""
+        alerts = (regression or {}).get("alerts")
+        if regression is None or not isinstance(alerts, dict):
+            return regression
+        redacted = {key: redact_text(value) if isinstance(value, str) else value for key, value in alerts.items()}
+        return {**regression, "alerts": redacted}
+
+    @property
+    def errored(self) -> bool:
+        """Whether the run is an outage rather than a result (see `agent_eval.flows.outage`)."""
+        return self.status == "errored"
+
+    @property
+    def regressed(self) -> bool:
+        """Whether the comparison with the baseline found a regression."""
+        return bool(self.regression and self.regression.get("regressed"))
+
+    def failed_cases(self) -> list[CaseResult]:
+        """The case runs that did not pass (failed or not evaluated), in report order."""
+        return [case for case in self.cases if not case.passed]
+
+    def failures(self) -> list[CaseResult]:
+        """The case runs that failed (an agent error or a failing metric), in report order."""
+        return [case for case in self.cases if case.status is EvalStatus.FAILED]
+
+    def not_evaluated_cases(self) -> list[CaseResult]:
+        """The case runs that were not evaluated (no failure, some criterion could not score), in report order."""
+        return [case for case in self.cases if case.status is EvalStatus.NOT_EVALUATED]
+
+    def unscored_criteria(self) -> list[str]:
+        """The criteria that scored no case run, in order of first appearance.
+
+        Only case runs whose agent did not fail count: a criterion is listed when it has a result on at least one
+        such case run and none of those results is scored (PASSED, FAILED or INFORMATIONAL).
+        """
+        seen: dict[str, bool] = {}
+        for case in self.cases:
+            if case.agent_run.failed:
+                continue
+            for result in case.metrics:
+                seen[result.metric_name] = seen.get(result.metric_name, False) or result.scored
+        return [name for name, scored in seen.items() if not scored]
+
+    def all_passed(self) -> bool:
+        """Whether no case run failed (ADK-Rust's `all_passed`; the CLI exits 0 exactly then)."""
+        return not self.failures()
+
+    def to_json(self) -> str:
+        """The run as indented JSON (this model; `agent_eval.render.report_json` writes the other formats)."""
+        return self.model_dump_json(indent=2)
