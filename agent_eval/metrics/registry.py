@@ -61,7 +61,8 @@ class MetricSpec:
         name: the metric name used in `criteria`.
         function: the metric callable (ADK signature).
         info: name, description and value interval.
-        requires_expected: the metric compares against expected invocations (not for scenario cases).
+        requires_expected: the metric compares against expected invocations: on a case without them (a
+            conversation scenario) it is not called, and its result is "not applicable" (`metrics.scoring`).
         informational: the metric reports a value but never passes or fails a case.
         requires_threshold: a criterion for this metric must give a threshold.
         options: the pydantic model of the criterion's options (besides `threshold`), or a function that

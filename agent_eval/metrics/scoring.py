@@ -11,13 +11,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agent_eval.errors import EvalInputError
-from agent_eval.judge.credentials import DEFAULT_CONCURRENCY, judge_concurrency
-from agent_eval.judge.policy import configured_retry
-from agent_eval.metrics.common import MetricNotApplicable
+from agent_eval.metrics.common import NO_EXPECTED_INVOCATIONS, MetricNotApplicable
 from agent_eval.metrics.custom import call_metric
-from agent_eval.metrics.judged_rubrics import with_case_rubrics
+from agent_eval.metrics.judged.credentials import DEFAULT_CONCURRENCY, judge_concurrency
+from agent_eval.metrics.judged.policy import configured_retry
+from agent_eval.metrics.judged.rubrics import with_case_rubrics
 from agent_eval.metrics.registry import MetricSpec
-from agent_eval.report.models import InvocationScore, MetricResult
+from agent_eval.results import NOT_APPLICABLE, InvocationScore, MetricResult
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult, JudgeConfig
 
 __all__ = ["MIN_CASE_RUNS_IN_FLIGHT", "case_runs_in_flight", "score_case_run", "score_criterion"]
@@ -99,6 +99,10 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
 
     The agent's own failure, a metric that does not apply, raises, returns the wrong type or a score outside
     its interval: each gives a NOT_EVALUATED result whose `error` (or `explanation`) says why.
+
+    A metric does not apply when its spec `requires_expected` and the case has no expected invocations (a
+    conversation scenario): decided here, before the metric is called, so every metric follows the one rule; a
+    metric (a custom one) may also raise `MetricNotApplicable` itself.
     """
     record = MetricResult(
         metric_name=spec.name,
@@ -109,6 +113,8 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
     )
     if run.failed:
         return record.model_copy(update={"explanation": f"not scored: the agent failed ({run.error})"})
+    if spec.requires_expected and case.conversation is None:
+        return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {NO_EXPECTED_INVOCATIONS}"})
     try:
         # As ADK does before any metric runs: the case's rubrics join every actual invocation's own.
         actual = with_case_rubrics(case.rubrics, run.invocations) if case.rubrics else run.invocations
@@ -117,7 +123,7 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
             outcome = await outcome
         result = _as_evaluation_result(outcome)
     except MetricNotApplicable as reason:
-        return record.model_copy(update={"explanation": f"not applicable: {reason}"})
+        return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {reason}"})
     except Exception as error:  # a metric bug is recorded, the run goes on
         return record.model_copy(update={"error": f"{type(error).__name__}: {error}"})
     return _fill(record, spec, result)
