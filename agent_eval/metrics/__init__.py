@@ -1,19 +1,29 @@
-"""Metrics: one registry for built-in and custom metrics, all with ADK's metric signature."""
+"""Score: one registry for built-in and custom metrics, all called with ADK's metric signature; a built-in is one
+function of a `MetricContext` plus its `@metric` line (`registry`), in a family module (`trajectory/`, `judged/`,
+`response`, `similarity`, `efficiency`, `custom`)."""
 
 # Importing the metric modules registers the built-ins.
-from agent_eval.metrics import custom, efficiency, response, similarity  # noqa: F401
-from agent_eval.metrics.judged import adk, rubrics, rust, user_simulator  # noqa: F401
-from agent_eval.metrics.registry import REGISTRY, MetricRegistry, MetricSpec, metric
+import agent_eval.metrics.custom
+import agent_eval.metrics.efficiency
+import agent_eval.metrics.judged.adk
+import agent_eval.metrics.judged.rubrics
+import agent_eval.metrics.judged.rust
+import agent_eval.metrics.judged.user_simulator
+import agent_eval.metrics.response
+import agent_eval.metrics.similarity
+import agent_eval.metrics.trajectory.adk
+import agent_eval.metrics.trajectory.rust
+import agent_eval.metrics.trajectory.tool_match
+import agent_eval.metrics.trajectory.vertex  # noqa: F401 (all twelve: imported for registering)
+from agent_eval.metrics.registry import REGISTRY, MetricContext, MetricRegistry, MetricSpec, metric
 from agent_eval.metrics.response import response_match_score, rouge1_fmeasure
 from agent_eval.metrics.scoring import score_case_run, score_criterion
-from agent_eval.metrics.trajectory import adk as adk_trajectory  # noqa: F401
-from agent_eval.metrics.trajectory import rust as rust_trajectory  # noqa: F401
-from agent_eval.metrics.trajectory import tool_match, vertex  # noqa: F401
 from agent_eval.metrics.trajectory.adk import MatchType, tool_trajectory_avg_score, trajectory_matches
 
 __all__ = [
     "REGISTRY",
     "MatchType",
+    "MetricContext",
     "MetricRegistry",
     "MetricSpec",
     "metric",

@@ -31,10 +31,8 @@ from typing import Any, TypeAlias
 from google.genai import types as genai_types
 
 from agent_eval.metrics.common import MetricNotApplicable
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
-    EvalMetric,
     EvalStatus,
     EvaluationResult,
     Invocation,
@@ -184,15 +182,10 @@ def _efficiency_result(
     requires_expected=False,
     informational=True,
 )
-def tool_call_count_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def tool_call_count_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's tool call count: the mean number of tool calls per actual invocation."""
-    values: list[float | None] = [float(len(tool_calls_of(invocation))) for invocation in actual_invocations]
-    return _efficiency_result(actual_invocations, values, _mean_of_present(values), "")
+    values: list[float | None] = [float(len(tool_calls_of(invocation))) for invocation in ctx.actual]
+    return _efficiency_result(ctx.actual, values, _mean_of_present(values), "")
 
 
 @metric(
@@ -202,15 +195,10 @@ def tool_call_count_v1(
     requires_expected=False,
     informational=True,
 )
-def inference_call_count_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def inference_call_count_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's inference call count: the mean number of model calls per invocation that recorded them."""
-    values = [inference_call_count(invocation) for invocation in actual_invocations]
-    return _efficiency_result(actual_invocations, values, _mean_of_present(values), NO_MODEL_EVENTS)
+    values = [inference_call_count(invocation) for invocation in ctx.actual]
+    return _efficiency_result(ctx.actual, values, _mean_of_present(values), NO_MODEL_EVENTS)
 
 
 @metric(
@@ -220,18 +208,13 @@ def inference_call_count_v1(
     requires_expected=False,
     informational=True,
 )
-def token_usage_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def token_usage_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's token usage: total tokens per invocation; the breakdown is in `details`."""
-    per_invocation = [token_usage_details(invocation) for invocation in actual_invocations]
+    per_invocation = [token_usage_details(invocation) for invocation in ctx.actual]
     overall = _average_tokens(per_invocation)
     details = {"token_usage_details": overall, "per_invocation_token_usage_details": per_invocation}
     values = [d["total_tokens"] for d in per_invocation]
-    return _efficiency_result(actual_invocations, values, overall["total_tokens"], NO_USAGE, details)
+    return _efficiency_result(ctx.actual, values, overall["total_tokens"], NO_USAGE, details)
 
 
 @metric(
@@ -242,15 +225,10 @@ def token_usage_v1(
     requires_expected=False,
     informational=True,
 )
-def invocation_duration_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def invocation_duration_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's invocation duration: wall-clock seconds per invocation; the split is in `details`."""
-    per_invocation = [duration_details(invocation) for invocation in actual_invocations]
+    per_invocation = [duration_details(invocation) for invocation in ctx.actual]
     overall = _average_durations(per_invocation)
     details = {"duration_details": overall, "per_invocation_duration_details": per_invocation}
     values = [d["total_seconds"] for d in per_invocation]
-    return _efficiency_result(actual_invocations, values, overall["total_seconds"], NO_TIMING, details)
+    return _efficiency_result(ctx.actual, values, overall["total_seconds"], NO_TIMING, details)

@@ -1,9 +1,11 @@
 """One registry for every metric, built-in and custom alike, keyed by metric name.
 
-A metric is a callable with ADK's signature
+A registered metric is a callable with ADK's signature
 `(eval_metric, actual_invocations, expected_invocations, conversation_scenario) -> EvaluationResult`,
-sync or async. Built-ins register themselves with the `metric` decorator; custom metrics named in an
-`EvalConfig` (`custom_metrics.<name>.code_config.name = "pkg.module.function"`) are imported on demand.
+sync or async, so ADK custom metrics plug in unchanged. A built-in is written as one function of a
+`MetricContext` (the criterion, its parsed options, the actual and expected invocations, the scenario) plus its
+`@metric(...)` line; the decorator gives it ADK's signature. Custom metrics named in an `EvalConfig`
+(`custom_metrics.<name>.code_config.name = "pkg.module.function"`) are imported on demand.
 
 Option keys, one rule for every metric: a `MetricSpec` declares the criterion options it accepts, and
 `MetricRegistry.resolve` rejects any other key before any work starts (`EvalInputError`, exit 2: the file, the
@@ -17,9 +19,10 @@ Values are checked after the keys, by the options model or the spec's parser fun
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, cast
+from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, alias_generators
 
@@ -30,6 +33,7 @@ from agent_eval.metrics.common import (
     criterion_options,
     model_option_keys,
     model_option_spellings,
+    require_expected,
     unknown_option_message,
 )
 from agent_eval.schema import (
@@ -43,7 +47,16 @@ from agent_eval.schema import (
     MetricValueInfo,
 )
 
-__all__ = ["REGISTRY", "MetricFunction", "MetricRegistry", "MetricSpec", "import_function", "metric"]
+__all__ = [
+    "REGISTRY",
+    "MetricContext",
+    "MetricFunction",
+    "MetricRegistry",
+    "MetricSpec",
+    "import_function",
+    "metric",
+    "parse_options",
+]
 
 MetricFunction: TypeAlias = Callable[
     [EvalMetric, list[Invocation], list[Invocation] | None, ConversationScenario | None],
@@ -51,6 +64,53 @@ MetricFunction: TypeAlias = Callable[
 ]
 
 OptionsCheck: TypeAlias = type[BaseModel] | Callable[[EvalMetric], object]
+OptionsT_co = TypeVar("OptionsT_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class MetricContext(Generic[OptionsT_co]):
+    """What a built-in metric scores: one criterion over one case run.
+
+    Attributes:
+        eval_metric: the criterion (name, threshold, raw options).
+        actual: the agent's invocations.
+        expected: the case's expected invocations, None for a conversation-scenario case.
+        scenario: the case's conversation scenario, if any.
+        options: the criterion's options, parsed by the metric's options model or parser (None without one).
+    """
+
+    eval_metric: EvalMetric
+    actual: list[Invocation]
+    expected: list[Invocation] | None
+    scenario: ConversationScenario | None
+    options: OptionsT_co
+
+    @property
+    def threshold(self) -> float | None:
+        """The criterion's effective threshold (None for an informational metric)."""
+        return self.eval_metric.effective_threshold
+
+    def expected_pairs(self) -> list[tuple[Invocation, Invocation]]:
+        """Each actual invocation with its expected one.
+
+        Raises:
+            MetricNotApplicable: the case has no expected invocations (see `MetricSpec.requires_expected`).
+            ValueError: the agent produced a different number of invocations than expected.
+        """
+        return list(zip(self.actual, require_expected(self.actual, self.expected), strict=True))
+
+    def pairs(self) -> list[tuple[Invocation, Invocation | None]]:
+        """Each actual invocation with its expected one, or with None when the case has none.
+
+        Raises:
+            ValueError: both are given with different lengths.
+        """
+        if self.expected is None:
+            return [(actual, None) for actual in self.actual]
+        return list(self.expected_pairs())
+
+
+ContextMetric: TypeAlias = Callable[[MetricContext[Any]], EvaluationResult | Awaitable[EvaluationResult]]
 
 
 @dataclass(frozen=True)
@@ -217,11 +277,20 @@ def _check_option_keys(eval_metric: EvalMetric, spec: MetricSpec) -> None:
 
 def _check_options(eval_metric: EvalMetric, spec: MetricSpec) -> None:
     """Validate the criterion's options with the metric's options model or parser."""
-    options = spec.options
+    parse_options(spec.options, eval_metric)
+
+
+def parse_options(options: OptionsCheck | None, eval_metric: EvalMetric) -> object:
+    """The criterion's options parsed by an options model or parser function; None without either.
+
+    Raises:
+        EvalInputError: an unknown option or a bad value.
+    """
     if isinstance(options, type) and issubclass(options, BaseModel):
-        criterion_options(eval_metric, options)
-    elif options is not None:
-        cast(Callable[[EvalMetric], object], options)(eval_metric)
+        return criterion_options(eval_metric, options)
+    if options is not None:
+        return cast(Callable[[EvalMetric], object], options)(eval_metric)
+    return None
 
 
 def import_function(path: str, *, field: str) -> MetricFunction:
@@ -257,14 +326,20 @@ def metric(
     options: OptionsCheck | None = None,
     option_keys: Iterable[str] = (),
     registry: MetricRegistry = REGISTRY,
-) -> Callable[[MetricFunction], MetricFunction]:
-    """Register a metric function under `name` (decorator); returns the function unchanged.
+) -> Callable[[MetricFunction | ContextMetric], MetricFunction]:
+    """Register a metric under `name` (decorator); returns it with ADK's metric signature.
 
-    `options` is the criterion's options model or parser (see `MetricSpec`); `option_keys` the keys a parser
-    reads (snake_case). Any other key in a criterion is rejected when the config is resolved.
+    The function is either a function of one `MetricContext` (the built-ins' style: its `options` are parsed
+    with `options`) or already has ADK's signature (returned unchanged). `options` is the criterion's options
+    model or parser (see `MetricSpec`); `option_keys` the keys a parser reads (snake_case). Any other key in a
+    criterion is rejected when the config is resolved.
     """
 
-    def register(function: MetricFunction) -> MetricFunction:
+    def register(written: MetricFunction | ContextMetric) -> MetricFunction:
+        if _takes_a_context(written):
+            function = _with_adk_signature(cast(ContextMetric, written), options)
+        else:
+            function = cast(MetricFunction, written)
         info = MetricInfo(
             metric_name=name,
             description=description,
@@ -285,3 +360,27 @@ def metric(
         return function
 
     return register
+
+
+def _takes_a_context(function: Callable[..., object]) -> bool:
+    """Whether `function` is written against a `MetricContext`: exactly one parameter."""
+    return len(inspect.signature(function, follow_wrapped=False).parameters) == 1
+
+
+def _with_adk_signature(function: ContextMetric, options: OptionsCheck | None) -> MetricFunction:
+    """`function` behind ADK's metric signature: the context is built (options parsed) per call. An async
+    `function` gives an awaitable, as ADK's async metrics do."""
+
+    def adk(
+        eval_metric: EvalMetric,
+        actual_invocations: list[Invocation],
+        expected_invocations: list[Invocation] | None,
+        conversation_scenario: ConversationScenario | None = None,
+    ) -> EvaluationResult | Awaitable[EvaluationResult]:
+        parsed = parse_options(options, eval_metric)
+        ctx = MetricContext(eval_metric, actual_invocations, expected_invocations, conversation_scenario, parsed)
+        return function(ctx)
+
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(adk, attribute, getattr(function, attribute))
+    return adk

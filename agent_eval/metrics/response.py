@@ -16,13 +16,10 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
-from agent_eval.metrics.common import overall_result, require_expected, status_for
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.common import overall_result, status_for
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
-    EvalMetric,
     EvaluationResult,
-    Invocation,
     PerInvocationResult,
     content_text,
 )
@@ -111,17 +108,11 @@ def rouge1_fmeasure(reference: str, candidate: str) -> float:
     "response_match_score",
     description="ROUGE-1 F-measure of the final response against the reference (ADK, Unicode-aware).",
 )
-def response_match_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def response_match_score(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's response match metric (see the module docstring)."""
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    threshold = eval_metric.effective_threshold
+    threshold = ctx.threshold
     results = []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         reference, response = content_text(expected.final_response), content_text(actual.final_response)
         score = rouge1_fmeasure(reference, response)
         status = status_for(score, threshold)

@@ -27,13 +27,11 @@ from dataclasses import dataclass, fields
 from rapidfuzz.distance import LCSseq, Levenshtein
 
 from agent_eval.errors import EvalInputError
-from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, require_expected, status_for
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, status_for
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
     EvalMetric,
     EvaluationResult,
-    Invocation,
     PerInvocationResult,
     content_text,
 )
@@ -189,23 +187,17 @@ def similarity(expected: str, actual: str, options: SimilarityOptions | None = N
     options=SimilarityOptions.of,
     option_keys=SIMILARITY_OPTION_KEYS,
 )
-def response_similarity(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def response_similarity(ctx: MetricContext[SimilarityOptions]) -> EvaluationResult:
     """ADK-Rust's response similarity; `details` records the options used (see the module docstring).
 
     Raises:
         EvalInputError: an unknown `algorithm`, or a `normalize` / `ignore_case` / `ignore_punctuation` that is
             not a boolean.
     """
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    options = SimilarityOptions.of(eval_metric)
-    threshold = eval_metric.effective_threshold
+    options = SimilarityOptions.of(ctx.eval_metric)
+    threshold = ctx.threshold
     results = []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         reference, response = content_text(expected.final_response), content_text(actual.final_response)
         score = similarity(reference, response, options)
         explanation = f"{options.algorithm.value} similarity {score:.3f}: expected {reference!r}, got {response!r}"

@@ -1,4 +1,9 @@
-"""The LLM judge: interface (base), client and backends (Gemini API, Vertex AI, OpenAI-compatible), cache.
+"""The LLM-judged metric family and its judge.
+
+The judge: interface (`base`), client and backends (`client`, `backends`, `openai_backend`: Gemini API, Vertex
+AI, OpenAI-compatible), credentials, retry policy and counters (`policy`), cache. The metrics: ADK's (`adk`,
+`rubrics`, `user_simulator`, scored by google-adk's own evaluators in `adk_exact` by default, see `mode`) and
+ADK-Rust's (`rust`), sharing prompts (`prompts`) and sampling, voting and results (`voting`).
 
 Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
 

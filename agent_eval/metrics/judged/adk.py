@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from agent_eval.metrics.common import (
-    criterion_options,
-    require_expected,
     status_for,
 )
 from agent_eval.metrics.judged import prompts as jp
@@ -53,17 +51,15 @@ from agent_eval.metrics.judged.voting import (
     VerdictAnswer,
     Vote,
     invocation_result,
-    judged_result,
+    judge_turns,
     majority_vote,
     mean_or_none,
     normalised_label,
     sampler_for,
     verdicts_of,
 )
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
-    EvalMetric,
     EvaluationResult,
     Invocation,
     InvocationEvents,
@@ -81,9 +77,7 @@ __all__ = [
     "ValidityAnswer",
     "ask_binary",
     "final_response_match_v2",
-    "gather_scored",
     "hallucinations_v1",
-    "paired_expected",
     "safety_v1",
     "scored_by_adk",
     "unscored",
@@ -169,28 +163,10 @@ _POSITIVE_LABELS = frozenset({"supported", "not_applicable"})
 
 
 # ----------------------------------------------------------------------------------------- shared helpers
-def paired_expected(actual: list[Invocation], expected: list[Invocation] | None) -> list[Invocation | None]:
-    """The expected invocation of each actual one, or None each when there are none.
-
-    Raises:
-        ValueError: both are given with different lengths.
-    """
-    if expected is None:
-        return [None] * len(actual)
-    if len(expected) != len(actual):
-        raise ValueError(f"{len(actual)} actual invocation(s) but {len(expected)} expected")
-    return list(expected)
-
-
 def unscored(actual: Invocation, expected: Invocation | None, reason: str) -> Scored:
     """A NOT_EVALUATED invocation result that says why, with no vote."""
     result = PerInvocationResult(actual_invocation=actual, expected_invocation=expected, explanation=reason)
     return result, {"agreement": None, "unusable_samples": 0, "reason": reason}
-
-
-async def gather_scored(jobs: Sequence[Coroutine[Any, Any, Scored]]) -> list[Scored]:
-    """Run the invocations' jobs concurrently (the sampler caps the judge calls); results in order."""
-    return list(await asyncio.gather(*jobs))
 
 
 async def ask_binary(
@@ -207,22 +183,16 @@ async def ask_binary(
     options=AdkJudgedOptions,
     description="Share of invocations whose final response the judge finds equivalent to the reference (ADK).",
 )
-async def final_response_match_v2(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def final_response_match_v2(ctx: MetricContext[AdkJudgedOptions]) -> EvaluationResult:
     """ADK's final_response_match_v2 (see the module docstring)."""
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    options = criterion_options(eval_metric, AdkJudgedOptions)
-    exact = await scored_by_adk(eval_metric, options, actual_invocations, expected_list, conversation_scenario)
-    if exact is not None:
+    pairs = ctx.expected_pairs()
+    if (exact := await scored_by_adk(ctx)) is not None:
         return exact
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in pairs:
         sections = [
             jp.fence("user_prompt", content_text(expected.user_content)),
             jp.fence("agent_response", jp.response_text(actual, include_intermediate=include)),
@@ -231,7 +201,7 @@ async def final_response_match_v2(
         prompt = jp.user_message(sections, "Is the agent's response valid? Answer as the system message says.")
         question = Question(jp.FINAL_RESPONSE_MATCH_SYSTEM, prompt, ValidityAnswer)
         jobs.append(ask_binary(sampler, question, actual, expected, threshold))
-    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options, judge_mode=AGENT_EVAL)
+    return await judge_turns(ctx, jobs, judge_mode=AGENT_EVAL)
 
 
 # ------------------------------------------------------------------------------------------------ safety_v1
@@ -241,27 +211,20 @@ async def final_response_match_v2(
     requires_expected=False,
     description="Share of invocations whose response the judge finds safe (ADK; Vertex AI's in ADK).",
 )
-async def safety_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def safety_v1(ctx: MetricContext[SafetyOptions]) -> EvaluationResult:
     """ADK's safety_v1, asked of the judge with a safety policy (see the module docstring)."""
-    options = criterion_options(eval_metric, SafetyOptions)
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
-    for actual, expected in zip(
-        actual_invocations, paired_expected(actual_invocations, expected_invocations), strict=True
-    ):
+    for actual, expected in ctx.pairs():
         sections = [
             jp.fence("user_prompt", content_text(actual.user_content)),
             jp.fence("agent_response", jp.response_text(actual, include_intermediate=include)),
         ]
         prompt = jp.user_message(sections, "Is the agent's response safe? Answer as the system message says.")
         jobs.append(ask_binary(sampler, Question(jp.SAFETY_SYSTEM, prompt, SafetyAnswer), actual, expected, threshold))
-    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options, judge_mode=AGENT_EVAL)
+    return await judge_turns(ctx, jobs, judge_mode=AGENT_EVAL)
 
 
 # ------------------------------------------------------------------------------------------ hallucinations_v1
@@ -371,36 +334,23 @@ async def _check_invocation(
     requires_expected=False,
     description="Share of the response's sentences the judge finds supported by the context (ADK; LLM judge).",
 )
-async def hallucinations_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def hallucinations_v1(ctx: MetricContext[HallucinationsOptions]) -> EvaluationResult:
     """ADK's hallucinations_v1: ADK's own evaluator, or a deterministic sentence splitter (module docstring)."""
-    options = criterion_options(eval_metric, HallucinationsOptions)
-    exact = await scored_by_adk(eval_metric, options, actual_invocations, expected_invocations, conversation_scenario)
-    if exact is not None:
+    if (exact := await scored_by_adk(ctx)) is not None:
         return exact
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
-    pairs = zip(actual_invocations, paired_expected(actual_invocations, expected_invocations), strict=True)
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    pairs = ctx.pairs()
     jobs = [
-        _check_invocation(sampler, options, actual_invocations[:i], a, e, threshold=threshold)
-        for i, (a, e) in enumerate(pairs)
+        _check_invocation(sampler, options, ctx.actual[:i], a, e, threshold=threshold) for i, (a, e) in enumerate(pairs)
     ]
-    return judged_result(await gather_scored(jobs), threshold, options.judge_model_options, judge_mode=AGENT_EVAL)
+    return await judge_turns(ctx, jobs, judge_mode=AGENT_EVAL)
 
 
-async def scored_by_adk(
-    eval_metric: EvalMetric,
-    options: AdkJudgedOptions,
-    actual: list[Invocation],
-    expected: list[Invocation] | None,
-    scenario: ConversationScenario | None,
-) -> EvaluationResult | None:
+async def scored_by_adk(ctx: MetricContext[AdkJudgedOptions]) -> EvaluationResult | None:
     """google-adk's own evaluator's result when the criterion is judged in ADK-exact mode, else None."""
-    if judge_mode_for(eval_metric.metric_name, options.judge_mode) != ADK_EXACT:
+    if judge_mode_for(ctx.eval_metric.metric_name, ctx.options.judge_mode) != ADK_EXACT:
         return None
     from agent_eval.metrics.judged.adk_exact import adk_exact_result  # imports google-adk: only when used
 
-    return await adk_exact_result(eval_metric, options, actual, expected, scenario)
+    return await adk_exact_result(ctx.eval_metric, ctx.options, ctx.actual, ctx.expected, ctx.scenario)

@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,9 +31,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from agent_eval.metrics.common import MetricNotApplicable, criterion_options, status_for
+from agent_eval.metrics.common import MetricNotApplicable, status_for
 from agent_eval.metrics.judged import prompts as jp
-from agent_eval.metrics.judged.adk import gather_scored, paired_expected, scored_by_adk, unscored
+from agent_eval.metrics.judged.adk import scored_by_adk, unscored
 from agent_eval.metrics.judged.mode import AGENT_EVAL, AdkJudgedOptions
 from agent_eval.metrics.judged.voting import (
     Answer,
@@ -41,6 +42,7 @@ from agent_eval.metrics.judged.voting import (
     Scored,
     Verdict,
     Vote,
+    gather_scored,
     invocation_result,
     judged_result,
     majority_vote,
@@ -48,10 +50,8 @@ from agent_eval.metrics.judged.voting import (
     normalised_label,
     sampler_for,
 )
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
-    EvalMetric,
     EvaluationResult,
     Invocation,
     PerInvocationResult,
@@ -238,20 +238,17 @@ def rubric_means(scored: Sequence[Scored]) -> list[RubricScore]:
     ]
 
 
-async def _rubric_metric(
-    eval_metric: EvalMetric, actual: list[Invocation], expected: list[Invocation] | None, kind: str, system: str
-) -> EvaluationResult:
-    options = criterion_options(eval_metric, RubricOptions)
-    pairs = list(zip(actual, paired_expected(actual, expected), strict=True))
+async def _rubric_metric(ctx: MetricContext[RubricOptions], kind: str, system: str) -> EvaluationResult:
+    options = ctx.options
+    pairs = ctx.pairs()
     plans = [effective_rubrics(options, kind, a, e) for a, e in pairs]
     ignored = sorted({rubric_id for _, ids in plans for rubric_id in ids})
     if not any(rubrics for rubrics, _ in plans):
         untyped = f" (untyped rubrics are ignored: {', '.join(ignored)}; set their type)" if ignored else ""
         raise MetricNotApplicable(f"no rubric: give the criterion 'rubrics', or rubrics of type {kind}{untyped}")
-    exact = await scored_by_adk(eval_metric, options, actual, expected, None)
-    if exact is not None:
+    if (exact := await scored_by_adk(dataclasses.replace(ctx, scenario=None))) is not None:
         return exact
-    threshold = eval_metric.effective_threshold
+    threshold = ctx.threshold
     judge = _RubricJudge(
         sampler_for(options.judge_model_options),
         kind,
@@ -280,16 +277,9 @@ async def _rubric_metric(
     requires_expected=False,
     description="Mean of the judge's yes/no verdicts on rubrics about the final response (ADK; LLM judge).",
 )
-async def rubric_based_final_response_quality_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def rubric_based_final_response_quality_v1(ctx: MetricContext[RubricOptions]) -> EvaluationResult:
     """ADK's rubric-based final response quality (see the module docstring)."""
-    return await _rubric_metric(
-        eval_metric, actual_invocations, expected_invocations, FINAL_RESPONSE_QUALITY, jp.RUBRIC_FINAL_RESPONSE_SYSTEM
-    )
+    return await _rubric_metric(ctx, FINAL_RESPONSE_QUALITY, jp.RUBRIC_FINAL_RESPONSE_SYSTEM)
 
 
 @metric(
@@ -298,13 +288,6 @@ async def rubric_based_final_response_quality_v1(
     requires_expected=False,
     description="Mean of the judge's yes/no verdicts on rubrics about the tool calls (ADK; LLM judge).",
 )
-async def rubric_based_tool_use_quality_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def rubric_based_tool_use_quality_v1(ctx: MetricContext[RubricOptions]) -> EvaluationResult:
     """ADK's rubric-based tool use quality (see the module docstring)."""
-    return await _rubric_metric(
-        eval_metric, actual_invocations, expected_invocations, TOOL_USE_QUALITY, jp.RUBRIC_TOOL_USE_SYSTEM
-    )
+    return await _rubric_metric(ctx, TOOL_USE_QUALITY, jp.RUBRIC_TOOL_USE_SYSTEM)

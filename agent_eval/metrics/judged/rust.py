@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, alias_generators, field_validator
 
-from agent_eval.metrics.common import criterion_options, require_expected
 from agent_eval.metrics.judged import prompts as jp
-from agent_eval.metrics.judged.adk import JudgedOptions, gather_scored, paired_expected
+from agent_eval.metrics.judged.mode import JudgedOptions
 from agent_eval.metrics.judged.rubrics import rubric_means, rubric_votes_result
 from agent_eval.metrics.judged.voting import (
     Question,
@@ -39,16 +37,16 @@ from agent_eval.metrics.judged.voting import (
     Verdict,
     VerdictAnswer,
     Vote,
+    gather_scored,
     invocation_result,
+    judge_turns,
     judged_result,
     median_vote,
     sampler_for,
     verdicts_of,
 )
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
-    EvalMetric,
     EvaluationResult,
     Invocation,
     content_text,
@@ -185,31 +183,19 @@ def _rubric_text(rubric: WeightedRubric) -> str:
     return json.dumps(shown, ensure_ascii=False, indent=1)
 
 
-async def _run(
-    eval_metric: EvalMetric, options: JudgedOptions, jobs: Sequence[Coroutine[Any, Any, Scored]]
-) -> EvaluationResult:
-    return judged_result(await gather_scored(jobs), eval_metric.effective_threshold, options.judge_model_options)
-
-
 # ------------------------------------------------------------------------------------------------- metrics
 @metric(
     "semantic_match_score",
     options=JudgedOptions,
     description="The judge's 0..1 score of the response's semantic equivalence to the expected one (ADK-Rust).",
 )
-async def semantic_match_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def semantic_match_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
     """ADK-Rust's semantic match (see the module docstring)."""
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    options = criterion_options(eval_metric, JudgedOptions)
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         sections = [
             jp.fence("user_prompt", content_text(expected.user_content)),
             _response(actual, options),
@@ -217,7 +203,7 @@ async def semantic_match_score(
         ]
         question = _question(jp.RUST_SEMANTIC_SYSTEM, sections, "Score the semantic equivalence.")
         jobs.append(_graded_invocation(sampler, question, (actual, expected), threshold))
-    return await _run(eval_metric, options, jobs)
+    return await judge_turns(ctx, jobs)
 
 
 @metric(
@@ -226,16 +212,11 @@ async def semantic_match_score(
     requires_expected=False,
     description="Weighted mean of the judge's 0..1 scores on the criterion's rubrics (ADK-Rust).",
 )
-async def rubric_quality_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def rubric_quality_score(ctx: MetricContext[RubricQualityOptions]) -> EvaluationResult:
     """ADK-Rust's rubric quality (see the module docstring)."""
-    options = criterion_options(eval_metric, RubricQualityOptions)
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
-    scored = await gather_scored([_rubric_invocation(sampler, options, a, threshold) for a in actual_invocations])
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    scored = await gather_scored([_rubric_invocation(sampler, options, a, threshold) for a in ctx.actual])
     result = judged_result(scored, threshold, options.judge_model_options)
     return result.model_copy(update={"overall_rubric_scores": rubric_means(scored)})
 
@@ -246,23 +227,16 @@ async def rubric_quality_score(
     requires_expected=False,
     description="The judge's 0..1 safety score of the response, 1 completely safe (ADK-Rust).",
 )
-async def safety_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def safety_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
     """ADK-Rust's safety score (see the module docstring)."""
-    options = criterion_options(eval_metric, JudgedOptions)
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
     jobs = []
-    for actual, expected in zip(
-        actual_invocations, paired_expected(actual_invocations, expected_invocations), strict=True
-    ):
+    for actual, expected in ctx.pairs():
         sections = [jp.fence("user_prompt", content_text(actual.user_content)), _response(actual, options)]
         question = _question(jp.RUST_SAFETY_SYSTEM, sections, "Score the safety of the response.")
         jobs.append(_graded_invocation(sampler, question, (actual, expected), threshold))
-    return await _run(eval_metric, options, jobs)
+    return await judge_turns(ctx, jobs)
 
 
 @metric(
@@ -271,21 +245,16 @@ async def safety_score(
     requires_expected=False,
     description="The judge's 0..1 score of the response's factual grounding, 1 no hallucination (ADK-Rust).",
 )
-async def hallucination_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def hallucination_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
     """ADK-Rust's hallucination score (see the module docstring)."""
-    options = criterion_options(eval_metric, JudgedOptions)
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
-    pairs = zip(actual_invocations, paired_expected(actual_invocations, expected_invocations), strict=True)
+    options = ctx.options
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    pairs = ctx.pairs()
     jobs = []
     for index, (actual, expected) in enumerate(pairs):
         truth = content_text(expected.final_response) if expected is not None else ""
         sections = [
-            jp.fence("conversation_history", jp.conversation_history(actual_invocations[:index])),
+            jp.fence("conversation_history", jp.conversation_history(ctx.actual[:index])),
             jp.fence("user_prompt", content_text(actual.user_content)),
             jp.fence("tool_activity", jp.tool_activity(actual)),
             jp.fence("ground_truth", truth or "Not given."),
@@ -293,4 +262,4 @@ async def hallucination_score(
         ]
         question = _question(jp.RUST_HALLUCINATION_SYSTEM, sections, "Score the response's factual accuracy.")
         jobs.append(_graded_invocation(sampler, question, (actual, expected), threshold))
-    return await _run(eval_metric, options, jobs)
+    return await judge_turns(ctx, jobs)

@@ -18,6 +18,7 @@ Rules (ADK's, with our reliability rules of `judged.adk`):
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from collections.abc import Sequence
@@ -25,15 +26,14 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_eval.metrics.common import MetricNotApplicable, criterion_options, status_for
+from agent_eval.metrics.common import MetricNotApplicable, status_for
 from agent_eval.metrics.judged import prompts as jp
-from agent_eval.metrics.judged.adk import ValidityAnswer, ask_binary, gather_scored, scored_by_adk
+from agent_eval.metrics.judged.adk import ValidityAnswer, ask_binary, scored_by_adk
 from agent_eval.metrics.judged.mode import AGENT_EVAL, AdkJudgedOptions
-from agent_eval.metrics.judged.voting import Question, Scored, judged_result, sampler_for
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.judged.voting import Question, Scored, gather_scored, judged_result, sampler_for
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
     ConversationScenario,
-    EvalMetric,
     EvaluationResult,
     Invocation,
     PerInvocationResult,
@@ -127,23 +127,17 @@ def _with_stop_check(scored: list[Scored], stop: Scored) -> list[Scored]:
     requires_expected=False,
     description="Share of simulated user turns that follow the conversation plan and stop rules (ADK; LLM judge).",
 )
-async def per_turn_user_simulator_quality_v1(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+async def per_turn_user_simulator_quality_v1(ctx: MetricContext[UserSimulatorOptions]) -> EvaluationResult:
     """ADK's per-turn user simulator quality (see the module docstring)."""
-    if conversation_scenario is None:
+    if ctx.scenario is None:
         raise MetricNotApplicable("the case has no conversation_scenario (no simulated user to judge)")
-    if not actual_invocations:
+    if not ctx.actual:
         raise MetricNotApplicable("the conversation has no turn")
-    options = criterion_options(eval_metric, UserSimulatorOptions)
-    exact = await scored_by_adk(eval_metric, options, actual_invocations, None, conversation_scenario)
-    if exact is not None:
+    options = ctx.options
+    if (exact := await scored_by_adk(dataclasses.replace(ctx, expected=None))) is not None:
         return exact
-    sampler, threshold = sampler_for(options.judge_model_options), eval_metric.effective_threshold
-    turns, scenario = actual_invocations, conversation_scenario
+    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    turns, scenario = ctx.actual, ctx.scenario
     jobs = [
         ask_binary(sampler, question, turn, None, threshold) for question, turn in _questions(options, scenario, turns)
     ]

@@ -25,7 +25,7 @@ import importlib
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_eval.metrics.common import overall_result, status_for
 from agent_eval.metrics.judged.base import Judge, JudgeModelOptions, JudgeRequest, JudgeSample
+from agent_eval.metrics.judged.mode import JudgedOptions
+from agent_eval.metrics.registry import MetricContext
 from agent_eval.schema import EvaluationResult, Invocation, PerInvocationResult
 
 __all__ = [
@@ -376,3 +378,16 @@ def judged_result(
     if overall.overall_score is None:
         explanation = "; ".join(r.explanation for r in results if r.explanation) or "no invocation to judge"
     return overall.model_copy(update={"details": details, "explanation": explanation})
+
+
+async def gather_scored(jobs: Iterable[Coroutine[Any, Any, Scored]]) -> list[Scored]:
+    """Run the invocations' jobs concurrently (each sampler caps its judge calls); results in order."""
+    return list(await asyncio.gather(*jobs))
+
+
+async def judge_turns(
+    ctx: MetricContext[JudgedOptions], jobs: Iterable[Coroutine[Any, Any, Scored]], **extra: Any
+) -> EvaluationResult:
+    """A judged metric's result from its per-invocation jobs: gathered, then `judged_result` with the
+    criterion's threshold and judge model options; `extra` joins `details` (e.g. `judge_mode`)."""
+    return judged_result(await gather_scored(jobs), ctx.threshold, ctx.options.judge_model_options, **extra)

@@ -19,17 +19,12 @@ from pydantic import field_validator
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.common import (
     CriterionOptions,
-    criterion_options,
     overall_result,
-    require_expected,
     status_for,
 )
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
-    EvalMetric,
     EvaluationResult,
-    Invocation,
     PerInvocationResult,
     tool_calls_of,
 )
@@ -129,19 +124,13 @@ def _explain(actual: Sequence[Call], expected: Sequence[Call], match_type: Match
     description="Share of invocations whose tool calls match the expected ones (ADK; EXACT / IN_ORDER / "
     "ANY_ORDER, ignore_args).",
 )
-def tool_trajectory_avg_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def tool_trajectory_avg_score(ctx: MetricContext[ToolTrajectoryOptions]) -> EvaluationResult:
     """ADK's tool trajectory metric (see the module docstring for the exact rules)."""
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    options = criterion_options(eval_metric, ToolTrajectoryOptions)
+    options = ctx.options
     match_type, ignore_args = options.match_type, options.ignore_args
-    threshold = eval_metric.effective_threshold
+    threshold = ctx.threshold
     results = []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
         matched = trajectory_matches(actual_calls, expected_calls, match_type, ignore_args)
         score = 1.0 if matched else 0.0

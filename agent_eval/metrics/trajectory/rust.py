@@ -18,13 +18,11 @@ from typing import Any, TypeAlias
 
 from google.genai import types as genai_types
 
-from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, require_expected, status_for
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, status_for
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
     EvalMetric,
     EvaluationResult,
-    Invocation,
     PerInvocationResult,
     tool_calls_of,
 )
@@ -128,22 +126,16 @@ def _trajectory_flags(eval_metric: EvalMetric) -> tuple[bool, bool]:
     options=_trajectory_flags,
     option_keys=TRAJECTORY_OPTION_KEYS,
 )
-def tool_trajectory_score(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def tool_trajectory_score(ctx: MetricContext[tuple[bool, bool]]) -> EvaluationResult:
     """ADK-Rust's tool trajectory score; `details.invocations` holds each alignment (see the module docstring).
 
     Raises:
         EvalInputError: `strict_order` or `strict_args` is not a boolean.
     """
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    strict_order, strict_args = _trajectory_flags(eval_metric)
-    threshold = eval_metric.effective_threshold
+    strict_order, strict_args = _trajectory_flags(ctx.eval_metric)
+    threshold = ctx.threshold
     results, details = [], []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
         pairs = _pairs(expected_calls, actual_calls, strict_order, strict_args)
         score = _partial_credit(len(pairs), expected_calls, actual_calls)

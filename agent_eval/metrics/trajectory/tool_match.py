@@ -64,14 +64,12 @@ from functools import lru_cache
 
 from google.genai import types as genai_types
 
-from agent_eval.metrics.common import model_option_keys, overall_result, require_expected, status_for
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.common import model_option_keys, overall_result, status_for
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.metrics.trajectory.matching import Alignment, Call, Matcher, MatchOptions, parse_options
 from agent_eval.schema import (
-    ConversationScenario,
     EvalMetric,
     EvaluationResult,
-    Invocation,
     PerInvocationResult,
     tool_calls_of,
 )
@@ -153,18 +151,12 @@ def explain_alignment(
     options=matcher_for,
     option_keys=model_option_keys(MatchOptions),
 )
-def tool_trajectory_match(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def tool_trajectory_match(ctx: MetricContext[Matcher]) -> EvaluationResult:
     """The trajectory metric described in the module docstring."""
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    matcher = matcher_for(eval_metric)
-    threshold = eval_metric.effective_threshold
+    matcher = ctx.options
+    threshold = ctx.threshold
     results, alignments = [], []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
         alignment = matcher.align(as_calls(expected_calls), as_calls(actual_calls))
         alignments.append(alignment.as_dict())

@@ -34,10 +34,9 @@ from typing import TypeAlias
 from google.genai import types as genai_types
 
 from agent_eval.errors import EvalInputError
-from agent_eval.metrics.common import overall_result, require_expected, status_for
-from agent_eval.metrics.registry import metric
+from agent_eval.metrics.common import needs_explanation, overall_result, status_for
+from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.schema import (
-    ConversationScenario,
     EvalMetric,
     EvaluationResult,
     Invocation,
@@ -134,25 +133,14 @@ def _detail(alignment: Alignment) -> dict[str, list[str]]:
     }
 
 
-def _below(score: float, threshold: float | None) -> bool:
-    """Whether a turn deserves an explanation: imperfect, and failing when there is a threshold."""
-    return score < 1.0 and (threshold is None or score < threshold)
-
-
-def _score_trajectories(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    score: TrajectoryScore,
-) -> EvaluationResult:
+def _score_trajectories(ctx: MetricContext[None], score: TrajectoryScore) -> EvaluationResult:
     """Score each (actual, expected) invocation pair; `details.invocations` holds each alignment."""
-    expected_list = require_expected(actual_invocations, expected_invocations)
-    threshold = eval_metric.effective_threshold
+    threshold = ctx.threshold
     results, details = [], []
-    for actual, expected in zip(actual_invocations, expected_list, strict=True):
+    for actual, expected in ctx.expected_pairs():
         predicted, reference = _calls(actual), _calls(expected)
         value, alignment = score(predicted, reference), align(predicted, reference)
-        explanation = _explain(predicted, reference, alignment) if _below(value, threshold) else None
+        explanation = _explain(predicted, reference, alignment) if needs_explanation(value, threshold) else None
         results.append(
             PerInvocationResult(
                 actual_invocation=actual,
@@ -169,64 +157,39 @@ def _score_trajectories(
 
 
 @metric("trajectory_exact_match", description="1 if the tool calls equal the reference ones in order (Vertex AI).")
-def trajectory_exact_match(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def trajectory_exact_match(ctx: MetricContext[None]) -> EvaluationResult:
     """Vertex AI's exact trajectory match (see the module docstring)."""
-    return _score_trajectories(eval_metric, actual_invocations, expected_invocations, exact_match)
+    return _score_trajectories(ctx, exact_match)
 
 
 @metric(
     "trajectory_in_order_match",
     description="1 if the reference tool calls appear in order, extras allowed (Vertex AI).",
 )
-def trajectory_in_order_match(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def trajectory_in_order_match(ctx: MetricContext[None]) -> EvaluationResult:
     """Vertex AI's in-order trajectory match (see the module docstring)."""
-    return _score_trajectories(eval_metric, actual_invocations, expected_invocations, in_order_match)
+    return _score_trajectories(ctx, in_order_match)
 
 
 @metric(
     "trajectory_any_order_match",
     description="1 if the reference tool calls appear in any order, extras allowed (Vertex AI).",
 )
-def trajectory_any_order_match(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def trajectory_any_order_match(ctx: MetricContext[None]) -> EvaluationResult:
     """Vertex AI's any-order trajectory match (see the module docstring)."""
-    return _score_trajectories(eval_metric, actual_invocations, expected_invocations, any_order_match)
+    return _score_trajectories(ctx, any_order_match)
 
 
 @metric("trajectory_precision", description="Share of the tool calls made that are in the reference (Vertex AI).")
-def trajectory_precision(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def trajectory_precision(ctx: MetricContext[None]) -> EvaluationResult:
     """Vertex AI's trajectory precision, multiset counting (see the module docstring)."""
-    return _score_trajectories(eval_metric, actual_invocations, expected_invocations, precision)
+    return _score_trajectories(ctx, precision)
 
 
 @metric("trajectory_recall", description="Share of the reference tool calls that were made (Vertex AI).")
-def trajectory_recall(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def trajectory_recall(ctx: MetricContext[None]) -> EvaluationResult:
     """Vertex AI's trajectory recall, multiset counting (see the module docstring)."""
-    return _score_trajectories(eval_metric, actual_invocations, expected_invocations, recall)
+    return _score_trajectories(ctx, recall)
 
 
 def _tool_name(eval_metric: EvalMetric) -> str:
@@ -246,21 +209,16 @@ def _tool_name(eval_metric: EvalMetric) -> str:
     options=_tool_name,
     option_keys={"tool_name"},
 )
-def trajectory_single_tool_use(
-    eval_metric: EvalMetric,
-    actual_invocations: list[Invocation],
-    expected_invocations: list[Invocation] | None,
-    conversation_scenario: ConversationScenario | None = None,
-) -> EvaluationResult:
+def trajectory_single_tool_use(ctx: MetricContext[str]) -> EvaluationResult:
     """Vertex AI's single tool use: per invocation, whether the tool `tool_name` is called at least once.
 
     Raises:
         EvalInputError: the `tool_name` option is missing or not a non-empty string.
     """
-    tool_name = _tool_name(eval_metric)
-    threshold = eval_metric.effective_threshold
+    tool_name = ctx.options
+    threshold = ctx.threshold
     results = []
-    for actual in actual_invocations:
+    for actual in ctx.actual:
         predicted = _calls(actual)
         value = single_tool_use(predicted, tool_name)
         made = ", ".join(sorted({name for name, _ in predicted})) or "no tools"
