@@ -117,6 +117,7 @@ def test_a_state_file_naming_another_process_is_stale(monkeypatch: pytest.Monkey
     assert not (tmp_path / "prefect-server.json").exists()
 
 
+@pytest.mark.usefixtures("no_server_settings")
 def test_the_temporary_servers_libraries_stay_off_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
     """A child started inside an ephemeral run (as Prefect starts its temporary server) configures its root
     logger at CRITICAL, so SQLAlchemy's shutdown traceback never reaches the user; the run's own process and a
