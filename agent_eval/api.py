@@ -41,6 +41,8 @@ def evaluate(
     turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
     tags: Sequence[str] = (),
     baseline_run_id: str | None = None,
+    shards: int = 1,
+    concurrency_limits: Sequence[str] = (),
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
 
@@ -65,6 +67,9 @@ def evaluate(
         turn_timeout_seconds: seconds one agent turn may take before it is interrupted (and retried).
         tags: labels stored with the run.
         baseline_run_id: compare with this run (default: the latest comparable completed run).
+        shards: split the invocations into this many flow runs of the shard deployment on its work pool
+            (`agent_eval.flows.shard`); 1 invokes in this process.
+        concurrency_limits: Prefect global concurrency limits of which every invocation holds one slot.
 
     Returns:
         The run report (also persisted in the store).
@@ -92,6 +97,8 @@ async def aevaluate(
     turn_timeout_seconds: float | None = DEFAULT_TURN_TIMEOUT_SECONDS,
     tags: Sequence[str] = (),
     baseline_run_id: str | None = None,
+    shards: int = 1,
+    concurrency_limits: Sequence[str] = (),
 ) -> RunReport:
     """`evaluate` for async code: the flow runs on the caller's event loop. Loading and checking the inputs
     (files, config, the agent's import, the store) happens first and blocks the loop briefly.
@@ -192,7 +199,8 @@ def _eval_request(
     """The flow's request: paths as strings (a DataFrame written to a file), the config as its dict."""
     paths = _paths(dataset_or_paths)
     check_paths_exist(paths)  # a typo answers in well under a second
-    return EvalRequest(paths=paths, config=_config(config), tags=list(tags), **fields)
+    limits = list(fields.pop("concurrency_limits", ()))
+    return EvalRequest(paths=paths, config=_config(config), tags=list(tags), concurrency_limits=limits, **fields)
 
 
 def _checked_plan(request: EvalRequest) -> EvalPlan:

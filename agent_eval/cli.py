@@ -100,6 +100,20 @@ def _add_run_parser(commands: Any) -> None:
     )
     run.add_argument("--tag", action="append", default=[], help="a label stored with the run (repeatable)")
     run.add_argument("--baseline", help="compare with this run id (default: the latest comparable run)")
+    run.add_argument(
+        "--shards",
+        type=_positive,
+        default=1,
+        help="split the invocations into N flow runs of the shard deployment, run by the workers of its pool "
+        "(deployments/README.md; default 1: in this process)",
+    )
+    run.add_argument(
+        "--concurrency-limit",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Prefect global concurrency limit every agent invocation holds a slot of (repeatable)",
+    )
     _add_output_arguments(run)
     _add_quiet_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
@@ -228,6 +242,8 @@ def run_command(args: argparse.Namespace) -> int:
         turn_timeout_seconds=args.turn_timeout,
         tags=args.tag,
         baseline_run_id=args.baseline,
+        shards=args.shards,
+        concurrency_limits=args.concurrency_limit,
     )
     return _finish(report, args)
 

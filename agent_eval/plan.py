@@ -29,6 +29,7 @@ from agent_eval.secrets import ConfigParameter, UrlParameter
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 __all__ = [
+    "SHARD_DEPLOYMENT",
     "CaseRunKey",
     "ConfigGroup",
     "EvalPlan",
@@ -40,6 +41,10 @@ __all__ = [
     "ready_agent",
     "simulator_config",
 ]
+
+
+SHARD_DEPLOYMENT = "agent-eval-shard/shard"
+"""The deployment of `deployments/prefect.yaml` that runs one shard of a sharded run."""
 
 
 class EvalRequest(BaseModel):
@@ -93,6 +98,21 @@ class EvalRequest(BaseModel):
         default=DEFAULT_TURN_TIMEOUT_SECONDS,
         gt=0,
         description="Seconds one agent turn may take before it is interrupted and retried (None: no limit).",
+    )
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Split the agent invocations into this many flow runs of `shard_deployment`, which any worker "
+        "of its work pool runs; the run then scores, compares and alerts as one. 1: invoke in this flow run.",
+    )
+    shard_deployment: str = Field(
+        default=SHARD_DEPLOYMENT, description="The deployment that runs one shard, as FLOW/DEPLOYMENT."
+    )
+    concurrency_limits: list[str] = Field(
+        default_factory=list,
+        description="Prefect global concurrency limits (`prefect gcl create NAME --limit N`) of which every agent "
+        "invocation holds one slot, across runs and workers: e.g. the model API's quota.",
     )
 
 
@@ -179,6 +199,11 @@ class EvalPlan:
             for eval_set in self.eval_sets
             for case in eval_set.eval_cases
         ]
+
+    def shard(self, index: int, count: int) -> list[CaseRunKey]:
+        """The case runs of shard `index` (0-based) of `count`: every `count`-th case run from `index`, so shards
+        differ in size by at most one and each holds cases of every eval set."""
+        return self.case_runs()[index::count]
 
 
 def prepare(request: EvalRequest) -> EvalPlan:

@@ -15,14 +15,14 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 
 from agent_eval.agents import preflight_agent
 from agent_eval.aggregate import build_report
-from agent_eval.flows.invoke import ReusePolicy, invoke_all
+from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
+from agent_eval.flows.shard import check_limits, invoke_sharded, slot_for
 from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
@@ -59,6 +59,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     comparison, artifacts, final state. An outage (see `agent_eval.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
+    await check_limits(plan.request)  # a missing concurrency limit or shard deployment: the same
     _preload_for_scoring(plan)
     run = _new_run(plan, source_run_id)
     record_run_start(unvisited(run), unvisited(plan.eval_sets), plan.request.db_url)
@@ -112,7 +113,11 @@ def _end_unfinished(run_id: str, db_url: str | None, error: BaseException) -> No
 
 async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
     """Invoke, score, aggregate, and complete the run in the store."""
-    runs = await invoke_all(plan, ReusePolicy.of(plan, run.id, run.flow_run_id))
+    if plan.request.shards > 1:
+        runs = await invoke_sharded(plan, run.id)
+    else:
+        policy = ReusePolicy.of(plan, run.id, run.flow_run_id)
+        runs = await invoke_all(plan, policy, slot=slot_for(plan.request.concurrency_limits))
     judge_before = judge_totals().snapshot()
     metric_results = await _score_all(plan, runs)
     judge_stats = judge_totals().since(judge_before)
@@ -146,7 +151,7 @@ def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:
     started_at = datetime.now(UTC)
     return RunCreate(
         id=uuid.uuid4().hex,
-        flow_run_id=_flow_run_id(),
+        flow_run_id=current_flow_run_id(),
         deployment_name=deployment_name(),
         agent_reference=plan.agent.reference,
         agent_fingerprint=plan.agent.fingerprint,
@@ -206,8 +211,3 @@ def _flow_run_url() -> str | None:
 
     url = flow_run.ui_url  # "None/flow-runs/..." when the server has no UI (Prefect's temporary one)
     return str(url) if url and str(url).startswith("http") else None
-
-
-def _flow_run_id() -> str | None:
-    context = FlowRunContext.get()
-    return str(context.flow_run.id) if context and context.flow_run else None

@@ -11,8 +11,10 @@ the agent is invoked again (the fresh answer replaces it in the cache).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -29,7 +31,7 @@ from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run
 from agent_eval.tasks import INVOKE_RETRIES, invoke_case, unvisited
 
-__all__ = ["EVENTS_LOGGER", "ReusePolicy", "invoke_all"]
+__all__ = ["EVENTS_LOGGER", "ReusePolicy", "current_flow_run_id", "invoke_all"]
 
 EVENTS_LOGGER = logging.getLogger("agent_eval.events")
 EVENTS_LOGGER.addHandler(logging.NullHandler())  # silent unless the CLI (or the user) adds a handler
@@ -86,15 +88,25 @@ class ReusePolicy:
         return now - origin.invoked_at <= self.max_age
 
 
-async def invoke_all(plan: EvalPlan, policy: ReusePolicy) -> list[tuple[EvalCase, AgentRun]]:
-    """Every case run, at most `max_concurrency` at once, in plan order; each stored as soon as it is done."""
-    limit = asyncio.Semaphore(plan.request.max_concurrency)
-    engine = get_engine(plan.request.db_url)
+async def invoke_all(
+    plan: EvalPlan,
+    policy: ReusePolicy,
+    keys: Sequence[CaseRunKey] | None = None,
+    slot: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+) -> list[tuple[EvalCase, AgentRun]]:
+    """Every case run of `keys` (default: the plan's), in that order; each stored as soon as it is done.
 
+    At most `max_concurrency` run at once in this process; `slot` (default: none) is entered around each
+    invocation too, for limits held beyond it: the request's Prefect global concurrency limits
+    (`agent_eval.flows.shard.slot_for`).
+    """
+    local = asyncio.Semaphore(plan.request.max_concurrency)
+    engine = get_engine(plan.request.db_url)
     refresh = plan.request.refresh_cache or policy.reuses_nothing
+    take_slot = slot or contextlib.nullcontext
 
     async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
-        async with limit:
+        async with local, take_slot():
             run = await _invoke(plan, key, policy, refresh=refresh)
             if not run.failed and not policy.is_fresh(run) and not policy.accepts(run, datetime.now(UTC)):
                 run = await _invoke(plan, key, policy, refresh=True)  # an answer of another evaluation
@@ -105,7 +117,7 @@ async def invoke_all(plan: EvalPlan, policy: ReusePolicy) -> list[tuple[EvalCase
         await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
         return key.case, run
 
-    return list(await asyncio.gather(*(one(key) for key in plan.case_runs())))
+    return list(await asyncio.gather(*(one(key) for key in (plan.case_runs() if keys is None else keys))))
 
 
 async def _invoke(plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, *, refresh: bool) -> AgentRun:
@@ -170,3 +182,11 @@ def _report_failure(key: CaseRunKey, run: AgentRun) -> None:
     line = redact_text(line)
     EVENTS_LOGGER.warning("%s", line)
     get_run_logger().warning("%s", line)
+
+
+def current_flow_run_id() -> str | None:
+    """The id of the flow run this code runs in, if any."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    return str(context.flow_run.id) if context and context.flow_run else None

@@ -52,10 +52,14 @@ class PrefectStack:
         stack.wait_healthy(env["PREFECT_API_URL"] + "/health", timeout=90)
         return stack
 
-    def spawn(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
-        """A background process in a new session (so its whole group can be stopped), logging to a file."""
+    def spawn(
+        self, command: list[str], log_name: str, extra_env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A background process in a new session (so its whole group can be stopped), logging to a file; with
+        `extra_env` over this stack's environment (e.g. a worker's own HOME)."""
         log = (self.home / log_name).open("wb")
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        env = {**self.env, **(extra_env or {})}
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)  # fmt: skip
         self.processes.append(process)
         return process

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 
 from agent_eval.agents import AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
@@ -47,4 +48,16 @@ async def hanging_agent(message: str, session: AgentSession) -> AgentTurn:
     if "hang" in message:
         CALLS["hang:" + message] += 1
         await asyncio.sleep(3600)
+    return echo_agent(message, session)
+
+
+CALL_LOG_ENV = "AGENT_EVAL_TEST_CALL_LOG"
+
+
+async def logged_slow_agent(message: str, session: AgentSession) -> AgentTurn:
+    """`echo_agent` after 0.2 s, appending each message to the file `$AGENT_EVAL_TEST_CALL_LOG` first, so a test
+    counts the calls of every process (workers included)."""
+    with open(os.environ[CALL_LOG_ENV], "a", encoding="utf-8") as log:
+        log.write(message + "\n")
+    await asyncio.sleep(0.2)
     return echo_agent(message, session)
