@@ -22,7 +22,7 @@ from agent_eval.aggregate import build_report
 from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
-from agent_eval.flows.shard import check_limits, invoke_sharded, slot_for
+from agent_eval.flows.shard import check_shards_and_limits, invoke_sharded, slot_for
 from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
@@ -59,7 +59,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     comparison, artifacts, final state. An outage (see `agent_eval.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
-    await check_limits(plan.request)  # a missing concurrency limit or shard deployment: the same
+    await check_shards_and_limits(plan.request)  # a missing concurrency limit or shard deployment: the same
     _preload_for_scoring(plan)
     run = _new_run(plan, source_run_id)
     record_run_start(unvisited(run), unvisited(plan.eval_sets), plan.request.db_url)

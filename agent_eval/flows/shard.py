@@ -53,7 +53,7 @@ from agent_eval.store import CaseRecord, agent_run_of, get_engine, load_case_rec
 
 __all__ = [
     "SHARD_ATTEMPTS",
-    "check_limits",
+    "check_shards_and_limits",
     "invoke_sharded",
     "shard_concurrency",
     "shard_flow",
@@ -128,7 +128,7 @@ def slot_for(names: Sequence[str]) -> Callable[[], AbstractAsyncContextManager[o
     return lambda: concurrency(list(names), occupy=1, strict=True)
 
 
-async def check_limits(request: EvalRequest) -> None:
+async def check_shards_and_limits(request: EvalRequest) -> None:
     """Before anything runs: the named concurrency limits exist, and for a sharded run its deployment does.
 
     Raises:
