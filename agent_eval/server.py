@@ -57,7 +57,9 @@ ServerMode = Literal["configured", "ephemeral", "local"]
 FIRST_PORT = 4200
 STARTUP_TIMEOUT_SECONDS = 90.0
 _STATE_FILE = "prefect-server.json"
-_SERVER_ROOT_LOG_LEVEL_ENV = "PREFECT_LOGGING_ROOT_LEVEL"
+# Prefect's console handler and root logger: SQLAlchemy sets its own logger to WARNING at import, so only the
+# handler's level keeps its ERRORs out; the root level quiets every other library.
+_SERVER_LOG_LEVEL_ENVS = ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "PREFECT_LOGGING_ROOT_LEVEL")
 
 
 @dataclass(frozen=True)
@@ -222,21 +224,24 @@ def _patient_ephemeral_start() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _quiet_server_libraries() -> Iterator[None]:
-    """Keep the libraries inside Prefect's temporary server (SQLAlchemy, aiosqlite...) off the run's stderr.
+    """Keep Prefect's temporary server (and SQLAlchemy, aiosqlite... inside it) off the run's stderr.
 
     The server is a child process that writes to our stderr; when it is stopped at exit, SQLAlchemy can log a
     cancelled connection reset as an ERROR with a traceback, which is noise to the user. Prefect reads logging
-    overrides from the environment its child inherits, so the root logger's level is raised there; the server's
-    own `prefect.*` logs are unaffected. A value the user set is kept.
+    overrides from the environment its child inherits, so the console handler's and the root logger's levels
+    are raised there while the run lasts, over any value set, and restored after. The run's own process
+    configured its logging when it imported Prefect, so it is unaffected; the server's history keeps its logs.
     """
-    if _SERVER_ROOT_LOG_LEVEL_ENV in os.environ:
-        yield
-        return
-    os.environ[_SERVER_ROOT_LOG_LEVEL_ENV] = "CRITICAL"
+    saved = {name: os.environ.get(name) for name in _SERVER_LOG_LEVEL_ENVS}
+    os.environ.update(dict.fromkeys(_SERVER_LOG_LEVEL_ENVS, "CRITICAL"))
     try:
         yield
     finally:
-        os.environ.pop(_SERVER_ROOT_LOG_LEVEL_ENV, None)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def announce_started(server: LocalServer) -> None:

@@ -119,23 +119,25 @@ def test_a_state_file_naming_another_process_is_stale(monkeypatch: pytest.Monkey
 
 @pytest.mark.usefixtures("no_server_settings")
 def test_the_temporary_servers_libraries_stay_off_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A child started inside an ephemeral run (as Prefect starts its temporary server) configures its root
-    logger at CRITICAL, so SQLAlchemy's shutdown traceback never reaches the user; the run's own process and a
-    user's own choice are left alone."""
+    """A child started inside an ephemeral run (as Prefect starts its temporary server) prints no SQLAlchemy
+    ERROR, even where Prefect's console handler was set to WARNING (as this suite does, which is how the
+    shutdown traceback once reached the demo's stderr); the settings are restored after the run."""
     monkeypatch.setenv(server.SERVER_MODE_ENV, "ephemeral")
+    monkeypatch.setenv("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     monkeypatch.delenv("PREFECT_LOGGING_ROOT_LEVEL", raising=False)
-    configure_as_the_server_does = (
-        "import logging; from prefect.logging.configuration import setup_logging; setup_logging(); "
-        "print(logging.getLogger().getEffectiveLevel())"
+    log_as_the_server_does_at_exit = (
+        "import logging, sqlalchemy; from prefect.logging.configuration import setup_logging; setup_logging(); "
+        "logging.getLogger('sqlalchemy.pool.impl.AsyncAdaptedQueuePool').error('Exception during reset'); "
+        "logging.getLogger('prefect.server').critical('still shown')"
     )
-    probe = [sys.executable, "-c", configure_as_the_server_does]
+    probe = [sys.executable, "-c", log_as_the_server_does_at_exit]
 
     with server.flow_server():
-        child_level = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60).stdout
-    assert child_level.strip() == "50"
+        child = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60)
+    assert "Exception during reset" not in child.stderr
+    assert "still shown" in child.stderr
+    assert os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] == "WARNING"
     assert "PREFECT_LOGGING_ROOT_LEVEL" not in os.environ
 
-    monkeypatch.setenv("PREFECT_LOGGING_ROOT_LEVEL", "INFO")
-    with server.flow_server():
-        assert os.environ["PREFECT_LOGGING_ROOT_LEVEL"] == "INFO"
-    assert os.environ["PREFECT_LOGGING_ROOT_LEVEL"] == "INFO"
+    outside = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60)
+    assert "Exception during reset" in outside.stderr  # the probe can fail: outside a run the ERROR shows
