@@ -146,6 +146,7 @@ def build_report(
                 agent_run=run,
                 expected_invocations=case.conversation,
                 metrics=metrics,
+                recorded_from=case.recorded.sources if case.recorded is not None else [],
             )
         )
     return RunReport(

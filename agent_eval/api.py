@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
 from agent_eval.io.files import check_paths_exist
+from agent_eval.io.recorded import RECORDED_FORMATS, RecordedFormat, RecordedSource, detect_recorded_format
 from agent_eval.plan import EvalPlan, EvalRequest, prepare
 from agent_eval.results import RunReport
 from agent_eval.schema import EvalConfig
@@ -32,7 +33,7 @@ def evaluate(
     agent: str | None = None,
     config: str | Path | EvalConfig | dict[str, Any] | None = None,
     *,
-    format: InputFormat = "auto",
+    format: InputFormat | RecordedFormat = "auto",
     num_runs: int = 1,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
@@ -43,6 +44,7 @@ def evaluate(
     baseline_run_id: str | None = None,
     shards: int = 1,
     concurrency_limits: Sequence[str] = (),
+    recorded: RecordedSource | None = None,
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
 
@@ -57,7 +59,8 @@ def evaluate(
             replay when every case holds its predictions, else the `agent.py` beside the eval files.
         config: an ADK `test_config.json` path, an `EvalConfig` or its dict; default: the `test_config.json`
             beside the eval files, else ADK's defaults.
-        format: `auto` (detect from content), `adk` or `vertex`.
+        format: `auto` (detect from content), `adk` or `vertex`; `otel` or `adk-session`: the paths are recorded
+            traffic (span files, ADK session JSON), scored as it is with no agent call.
         num_runs: runs per case.
         max_concurrency: agent invocations at once.
         db_url: store URL; default `$AGENT_EVAL_DB_URL` or the SQLite file.
@@ -70,6 +73,8 @@ def evaluate(
         shards: split the invocations into this many flow runs of the shard deployment on its work pool
             (`agent_eval.flows.shard`); 1 invokes in this process.
         concurrency_limits: Prefect global concurrency limits of which every invocation holds one slot.
+        recorded: recorded traffic to score, with its filters (`RecordedSource`: a session database, time
+            range, sample...); `dataset_or_paths` then names eval files that give references by case id.
 
     Returns:
         The run report (also persisted in the store).
@@ -88,7 +93,7 @@ async def aevaluate(
     agent: str | None = None,
     config: str | Path | EvalConfig | dict[str, Any] | None = None,
     *,
-    format: InputFormat = "auto",
+    format: InputFormat | RecordedFormat = "auto",
     num_runs: int = 1,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
@@ -99,6 +104,7 @@ async def aevaluate(
     baseline_run_id: str | None = None,
     shards: int = 1,
     concurrency_limits: Sequence[str] = (),
+    recorded: RecordedSource | None = None,
 ) -> RunReport:
     """`evaluate` for async code: the flow runs on the caller's event loop. Loading and checking the inputs
     (files, config, the agent's import, the store) happens first and blocks the loop briefly.
@@ -200,7 +206,22 @@ def _eval_request(
     paths = _paths(dataset_or_paths)
     check_paths_exist(paths)  # a typo answers in well under a second
     limits = list(fields.pop("concurrency_limits", ()))
-    return EvalRequest(paths=paths, config=_config(config), tags=list(tags), concurrency_limits=limits, **fields)
+    recorded = fields.pop("recorded", None)
+    if recorded is None and _is_recorded(paths, fields["format"]):
+        recorded = RecordedSource(paths=paths, format=None if fields["format"] == "auto" else fields["format"])
+        paths = []
+    if recorded is not None:
+        fields["format"] = "auto"
+    return EvalRequest(
+        paths=paths, config=_config(config), tags=list(tags), concurrency_limits=limits, recorded=recorded, **fields
+    )
+
+
+def _is_recorded(paths: list[str], format: str) -> bool:
+    """Whether the paths are recorded traffic: said by the format, or (`auto`) every path's content."""
+    if format in RECORDED_FORMATS:
+        return True
+    return format == "auto" and bool(paths) and all(detect_recorded_format(Path(p)) for p in paths)
 
 
 def _checked_plan(request: EvalRequest) -> EvalPlan:

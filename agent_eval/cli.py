@@ -30,6 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_eval.agents.references import AGENT_REFERENCE_FORMS
+from agent_eval.cli_recorded import (
+    RECORDED_FORMAT_CHOICES,
+    add_import_sessions_parser,
+    add_recorded_arguments,
+    import_sessions_command,
+    recorded_source,
+)
 from agent_eval.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -56,22 +63,29 @@ def _parser() -> argparse.ArgumentParser:
     _add_history_parsers(commands)
     _add_stored_run_parsers(commands)
     _add_server_parser(commands)
+    add_import_sessions_parser(commands)
     return parser
 
 
 def _add_run_parser(commands: Any) -> None:
     """`run`: evaluate an agent on eval files."""
     run = commands.add_parser("run", help="evaluate an agent on eval files and store the run")
-    run.add_argument("paths", nargs="+", help="eval files or folders; FILE:case1,case2 selects cases")
+    run.add_argument(
+        "paths",
+        nargs="*",
+        help="eval files or folders (FILE:case1,case2 selects cases); or recorded traffic: OTLP span files "
+        "or folders, ADK session JSON",
+    )
     run.add_argument(
         "--agent",
         help="the agent, one of: " + "; ".join(AGENT_REFERENCE_FORMS.splitlines()),
     )
     run.add_argument(
         "--format",
-        choices=["auto", "adk", "vertex"],
+        choices=["auto", "adk", "vertex", *RECORDED_FORMAT_CHOICES],
         default="auto",
-        help="input format (default: detected from each file's content)",
+        help="input format (default: detected from each file's content); otel and adk-session score recorded "
+        "traffic as it is, with no agent call",
     )
     run.add_argument("--config", help="ADK test_config.json (default: the one beside the eval files)")
     run.add_argument("--num-runs", type=_positive, default=1, help="runs per case (default 1)")
@@ -114,6 +128,7 @@ def _add_run_parser(commands: Any) -> None:
         metavar="NAME",
         help="a Prefect global concurrency limit every agent invocation holds a slot of (repeatable)",
     )
+    add_recorded_arguments(run)
     _add_output_arguments(run)
     _add_quiet_argument(run)
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
@@ -229,11 +244,13 @@ def run_command(args: argparse.Namespace) -> int:
     """`agent-eval run`: evaluate, print the summary, write the outputs, exit 1 when a case failed."""
     from agent_eval.api import evaluate
 
+    recorded = recorded_source(args, args.paths)
     report = evaluate(
-        args.paths,
+        args.reference if recorded is not None else args.paths,
         agent=args.agent,
         config=args.config,
-        format=args.format,
+        format="auto" if recorded is not None else args.format,
+        recorded=recorded,
         num_runs=args.num_runs,
         max_concurrency=args.max_concurrency,
         db_url=args.db_url,
@@ -378,10 +395,11 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "rescore": rescore_command,
     "report": report_command,
     "server": server_command,
+    "import-sessions": import_sessions_command,
 }
 
 
-STORE_COMMANDS = frozenset(COMMANDS) - {"server"}
+STORE_COMMANDS = frozenset(COMMANDS) - {"server", "import-sessions"}
 """Every command reads or writes the store: it is checked (and abandoned runs ended) before anything else."""
 EVALUATING_COMMANDS = frozenset({"run", "rerun", "rescore"})
 
@@ -451,10 +469,12 @@ def _run_command(args: argparse.Namespace) -> int:
 def _check_arguments(args: argparse.Namespace) -> None:
     """What can be checked before anything heavy is imported: the eval paths exist, the output folder can be
     created (a typo answers in a fraction of a second)."""
-    if args.command == "run":
+    if args.command in ("run", "import-sessions"):
         from agent_eval.io.files import check_paths_exist
 
-        check_paths_exist(args.paths)
+        if not args.paths and not args.sessions_db:
+            raise EvalInputError("give eval files or folders, recorded traffic, or --sessions-db", field="paths")
+        check_paths_exist([*args.paths, *getattr(args, "reference", [])])
     if getattr(args, "output_dir", None):
         _check_output_dir(args.output_dir)
 

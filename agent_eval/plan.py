@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_eval.agents import REPLAY_REFERENCE, Agent, TurnAgent, find_default_agent, resolve_agent
 from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
 from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
-from agent_eval.io import InputFormat, config_from_data, load_eval_config, load_eval_sets_with_configs
+from agent_eval.io import InputFormat, config_from_data, load_eval_config, load_eval_sets, load_eval_sets_with_configs
+from agent_eval.io.recorded import RecordedSource, load_recorded
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import check_judge_credentials
@@ -60,7 +61,11 @@ class EvalRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    paths: list[str] = Field(description="Eval files or folders; `FILE:case1,case2` selects cases.", min_length=1)
+    paths: list[str] = Field(
+        default_factory=list,
+        description="Eval files or folders; `FILE:case1,case2` selects cases. With `recorded`: the eval sets whose "
+        "cases give references to the recorded sessions of the same case id (optional).",
+    )
     format: InputFormat = Field(
         default="auto", description="Input format: auto (detect from content), adk (EvalSet / legacy), vertex."
     )
@@ -114,6 +119,16 @@ class EvalRequest(BaseModel):
         description="Prefect global concurrency limits (`prefect gcl create NAME --limit N`) of which every agent "
         "invocation holds one slot, across runs and workers: e.g. the model API's quota.",
     )
+    recorded: RecordedSource | None = Field(
+        default=None,
+        description="Score recorded traffic (OpenTelemetry traces, ADK sessions) as it is, with no agent call.",
+    )
+
+    @model_validator(mode="after")
+    def _some_input(self) -> EvalRequest:
+        if not self.paths and self.recorded is None:
+            raise ValueError("give eval files (paths) or recorded traffic (recorded)")
+        return self
 
 
 @dataclass(frozen=True)
@@ -161,6 +176,8 @@ class EvalPlan:
     metrics: list[tuple[EvalMetric, MetricSpec]]
     agent: Agent
     groups: tuple[ConfigGroup, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Lines the user must read about the input (recorded traces skipped, content not captured)."""
 
     def config_groups(self) -> tuple[ConfigGroup, ...]:
         """Each distinct config with the eval sets it scores (one group when there is one config)."""
@@ -212,7 +229,7 @@ def prepare(request: EvalRequest) -> EvalPlan:
     Raises:
         EvalInputError: anything wrong with the input, in one line naming the file, case and field.
     """
-    loaded = load_eval_sets_with_configs(request.paths, format=request.format)
+    loaded, notes = _load(request)
     eval_sets = [eval_set for eval_set, _ in loaded]
     groups = config_groups(_configs(request, loaded))
     agent = resolve_agent(_agent_reference(request, eval_sets))
@@ -226,7 +243,44 @@ def prepare(request: EvalRequest) -> EvalPlan:
         metrics=first.metrics,
         agent=agent,
         groups=groups,
+        notes=notes,
     )
+
+
+def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tuple[str, ...]]:
+    """The eval sets with their config files, and notes on the input. Recorded traffic is one eval set with no
+    config file; the eval files then give references to its sessions by case id (`with_references`)."""
+    if request.recorded is None:
+        return load_eval_sets_with_configs(request.paths, format=request.format), ()
+    recorded = load_recorded(request.recorded)
+    references = load_eval_sets(request.paths) if request.paths else []
+    eval_set, unmatched = with_references(recorded.eval_set, references)
+    notes = recorded.notes()
+    if unmatched:
+        notes.append(f"{unmatched} reference case(s) have no recorded session of the same id")
+    return [(eval_set, None)], tuple(notes)
+
+
+def with_references(recorded: EvalSet, references: list[EvalSet]) -> tuple[EvalSet, int]:
+    """The recorded cases, each with the conversation, rubrics and session input of the reference case of the
+    same id (first eval set first); returns them and how many reference cases matched no recorded session."""
+    by_id: dict[str, EvalCase] = {}
+    for eval_set in references:
+        for case in eval_set.eval_cases:
+            by_id.setdefault(case.eval_id, case)
+    cases = [_referenced(case, by_id.pop(case.eval_id, None)) for case in recorded.eval_cases]
+    return recorded.model_copy(update={"eval_cases": cases}), len(by_id)
+
+
+def _referenced(case: EvalCase, reference: EvalCase | None) -> EvalCase:
+    if reference is None or reference.conversation is None:
+        return case
+    update = {
+        "conversation": reference.conversation,
+        "rubrics": reference.rubrics,
+        "session_input": case.session_input or reference.session_input,
+    }
+    return case.model_copy(update=update)
 
 
 def config_groups(configs: Mapping[str, tuple[EvalConfig, str | None]]) -> tuple[ConfigGroup, ...]:
@@ -340,6 +394,8 @@ def _configs(
 ) -> dict[str, tuple[EvalConfig, str | None]]:
     """Per eval set, its config and the file it came from: `request.config` for all when given (a file, or
     inline: no file), else the `test_config.json` beside each eval file (ADK's default criteria without one)."""
+    if request.recorded is not None and not request.config:
+        return {eval_set.eval_set_id: (recorded_default_config(bool(request.paths)), None) for eval_set, _ in loaded}
     if isinstance(request.config, dict):
         inline = config_from_data(request.config, "<config>")
         return {eval_set.eval_set_id: (inline, None) for eval_set, _ in loaded}
@@ -351,6 +407,19 @@ def _configs(
         if found not in read:
             read[found] = load_eval_config(found)
     return {eval_set.eval_set_id: (read[found], str(found) if found else None) for eval_set, found in loaded}
+
+
+def recorded_default_config(with_references: bool) -> EvalConfig:
+    """Recorded traffic without a config: ADK's efficiency metrics (tool calls, model calls, tokens, seconds per
+    turn: they need neither a reference nor message content), and ADK's default criteria when references are
+    given."""
+    criteria: dict[str, Any] = {name: {} for name in RECORDED_DEFAULT_METRICS}
+    if with_references:
+        criteria = {**EvalConfig().model_dump(mode="json")["criteria"], **criteria}
+    return EvalConfig.model_validate({"criteria": criteria})
+
+
+RECORDED_DEFAULT_METRICS = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
 
 
 def _in_order(configs: dict[str, EvalConfig], eval_sets: list[EvalSet]) -> dict[str, EvalConfig]:

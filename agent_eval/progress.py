@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
 
 if TYPE_CHECKING:
@@ -107,8 +107,11 @@ class Progress:
         """Seconds between two status lines when the stream is not a TTY."""
         return self._interval
 
-    def start(self, *, run_id: str, ui_url: str | None, case_runs: int, criteria: int) -> None:
-        """Reset the counts for a new run, print its start line, and start the bar or the status lines."""
+    def start(
+        self, *, run_id: str, ui_url: str | None, case_runs: int, criteria: int, notes: Sequence[str] = ()
+    ) -> None:
+        """Reset the counts for a new run, print its start line and `notes` (one line each: what was read, e.g.
+        recorded traces skipped), and start the bar or the status lines."""
         with contextlib.suppress(Exception):
             self.finish()
             with self._lock:
@@ -121,6 +124,8 @@ class Progress:
                 return
             line = f"run {run_id} · {case_runs} case runs × {criteria} criteria"
             self._write(_PREFIX + line + (f" · {ui_url}" if ui_url else ""))
+            for note in notes:
+                self._write(_PREFIX + note)
             self._start_display(self._stream)
 
     def case_run_done(self, outcome: CaseRunOutcome) -> None:

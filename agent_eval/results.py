@@ -95,6 +95,10 @@ class CaseResult(BaseModel):
         default=None, description="The case's conversation (None for a conversation_scenario case)."
     )
     metrics: list[MetricResult] = Field(default_factory=list)
+    recorded_from: list[str] = Field(
+        default_factory=list,
+        description="Where a recorded case was read: `FILE:LINE` of each turn's first span, or session URLs.",
+    )
 
     @property
     def passed(self) -> bool:
@@ -172,6 +176,10 @@ class RunReport(BaseModel):
         "not reach the agent (an outage: not compared, never a baseline).",
     )
     error: str | None = Field(default=None, description="Why the run errored: the count and the first cause.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the user must know about the input: recorded traces skipped, content not captured.",
+    )
 
     @field_validator("config")
     @classmethod

@@ -53,6 +53,7 @@ __all__ = [
     "MetricInfo",
     "MetricValueInfo",
     "PerInvocationResult",
+    "RecordedOrigin",
     "RegressionConfig",
     "Rubric",
     "RubricContent",
@@ -177,6 +178,21 @@ class ToolMock(EvalBaseModel):
     response: Any = None
 
 
+class RecordedOrigin(EvalBaseModel):
+    """agent-eval extension: where a recorded case (a session of production traffic) came from."""
+
+    sources: list[str] = Field(default_factory=list, description="`FILE:LINE` of each turn's first span, or URLs")
+    content_captured: bool = Field(
+        default=True, description="False: the spans carry no message text or tool arguments (ADK's default)"
+    )
+    service: str | None = None
+    agent_name: str | None = None
+    app_name: str | None = None
+    user_id: str | None = None
+    error: str | None = Field(default=None, description="the first failed turn's error, when one failed")
+    state: dict[str, Any] = Field(default_factory=dict, description="the session's state, where recorded")
+
+
 class EvalCase(EvalBaseModel):
     """One eval case: a fixed conversation or a conversation scenario, never both.
 
@@ -203,10 +219,18 @@ class EvalCase(EvalBaseModel):
         description="agent-eval extension: the agent's invocations, already made (a dataset with predictions). "
         "Such a case is scored as it is; no agent is called.",
     )
+    recorded: RecordedOrigin | None = Field(
+        default=None,
+        description="agent-eval extension: set on a case read from recorded traces or sessions (where from).",
+    )
 
     @model_validator(mode="after")
     def _one_conversation_kind(self) -> EvalCase:
-        if (self.conversation is None) == (self.conversation_scenario is None):
+        """Exactly one of `conversation` and `conversation_scenario`; a case that holds the agent's own
+        invocations (`actual_conversation`, e.g. recorded traffic) may have neither: it has no reference."""
+        if self.conversation is not None and self.conversation_scenario is not None:
+            raise ValueError("exactly one of 'conversation' or 'conversation_scenario' must be given")
+        if self.conversation is None and self.conversation_scenario is None and self.actual_conversation is None:
             raise ValueError("exactly one of 'conversation' or 'conversation_scenario' must be given")
         return self
 

@@ -1,10 +1,13 @@
 """The replay adapter: cases that already hold the agent's invocations (`actual_conversation`) are scored as
-they are, with no agent call ("bring your own dataset")."""
+they are, with no agent call ("bring your own dataset", recorded traffic).
+
+A recorded case whose turn failed (a span or an event with an error) is a failed case run, as the live agent's
+failure would be; tokens are the sum of what the recorded model calls reported."""
 
 from __future__ import annotations
 
 from agent_eval.agents.errors import AgentFailure
-from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.schema import AgentRun, EvalCase, Invocation, InvocationEvents, TokenUsage
 
 __all__ = ["REPLAY_REFERENCE", "ReplayAgent"]
 
@@ -40,4 +43,25 @@ class ReplayAgent:
             raise AgentFailure(run)
         run.invocations = list(case.actual_conversation)
         run.latency_seconds = sum(inv.duration or 0.0 for inv in case.actual_conversation)
+        run.token_usage = recorded_token_usage(case.actual_conversation)
+        if case.recorded is not None and case.recorded.error:
+            run.error = f"the recorded session failed: {case.recorded.error}"
+            run.error_kind = "agent"
+            raise AgentFailure(run)
         return run
+
+
+def recorded_token_usage(invocations: list[Invocation]) -> TokenUsage | None:
+    """The tokens the invocations' model events reported (prompt / candidates), None when none did."""
+    usages = [
+        event.usage_metadata
+        for invocation in invocations
+        if isinstance(invocation.intermediate_data, InvocationEvents)
+        for event in invocation.intermediate_data.invocation_events
+        if event.usage_metadata is not None
+    ]
+    if not usages:
+        return None
+    input_tokens = sum(usage.prompt_token_count or 0 for usage in usages)
+    output_tokens = sum(usage.candidates_token_count or 0 for usage in usages)
+    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens)

@@ -1,6 +1,8 @@
-"""Prefect flows: `agent-eval` (evaluate), `agent-eval-rerun`, `agent-eval-rescore`."""
+"""Prefect flows: `agent-eval` (evaluate), `agent-eval-rerun`, `agent-eval-rescore`, `agent-eval-traces`
+(recorded traffic since the last run, on a schedule)."""
 
 from agent_eval.flows.evaluate import agent_eval_flow, run_plan
 from agent_eval.flows.stored import rerun_flow, rescore_flow
+from agent_eval.flows.traces import TracesRequest, traces_flow
 
-__all__ = ["agent_eval_flow", "rerun_flow", "rescore_flow", "run_plan"]
+__all__ = ["TracesRequest", "agent_eval_flow", "rerun_flow", "rescore_flow", "run_plan", "traces_flow"]

@@ -64,7 +64,9 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     run = _new_run(plan, source_run_id)
     record_run_start(unvisited(run), unvisited(plan.eval_sets), plan.request.db_url)
     criteria = sum(len(group.metrics) for group in plan.config_groups())
-    current_progress().start(run_id=run.id, ui_url=_flow_run_url(), case_runs=len(plan.case_runs()), criteria=criteria)
+    current_progress().start(
+        run_id=run.id, ui_url=_flow_run_url(), case_runs=len(plan.case_runs()), criteria=criteria, notes=plan.notes
+    )
     async with tracked(run.id, plan.request.db_url, run.flow_run_id):
         try:
             report = await _evaluate(plan, run)
@@ -137,7 +139,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
         judge_stats=judge_stats,
     )
     # The stored (redacted, per-eval-set) config, so that report.json, HTML and result files match the store.
-    report = report.model_copy(update={"config": run.config, "config_hash": run.config_hash})
+    report = report.model_copy(update={"config": run.config, "config_hash": run.config_hash, "notes": list(plan.notes)})
     outage = outage_error([agent_run for _, agent_run in runs])
     if outage is not None:
         report = report.model_copy(update={"status": RunStatus.ERRORED, "error": outage})

@@ -33,6 +33,15 @@ OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 NO_EXPECTED_INVOCATIONS = "the case has no expected invocations (conversation_scenario)"
 """Why a metric that compares against expected invocations does not apply to a conversation-scenario case."""
+NO_REFERENCE_FOR_RECORDED = (
+    "the recorded session has no expected invocations (give an eval set with its case id through --reference)"
+)
+"""Why a metric that compares against expected invocations does not apply to a recorded case without one."""
+CONTENT_NOT_CAPTURED = (
+    "content not captured: the recorded spans hold no message text or tool arguments (set "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY where the agent runs)"
+)
+"""Why a metric that reads text or tool arguments does not apply to a recorded case without them."""
 
 COMMON_OPTIONS = frozenset({"include_intermediate_responses_in_final"})
 """Options every criterion accepts besides `threshold`: the other field of ADK's `BaseCriterion`."""

@@ -181,6 +181,7 @@ def _efficiency_result(
     interval=UNBOUNDED,
     requires_expected=False,
     informational=True,
+    needs_content=False,
 )
 def tool_call_count_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's tool call count: the mean number of tool calls per actual invocation."""
@@ -194,6 +195,7 @@ def tool_call_count_v1(ctx: MetricContext[None]) -> EvaluationResult:
     interval=UNBOUNDED,
     requires_expected=False,
     informational=True,
+    needs_content=False,
 )
 def inference_call_count_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's inference call count: the mean number of model calls per invocation that recorded them."""
@@ -207,6 +209,7 @@ def inference_call_count_v1(ctx: MetricContext[None]) -> EvaluationResult:
     interval=UNBOUNDED,
     requires_expected=False,
     informational=True,
+    needs_content=False,
 )
 def token_usage_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's token usage: total tokens per invocation; the breakdown is in `details`."""
@@ -224,6 +227,7 @@ def token_usage_v1(ctx: MetricContext[None]) -> EvaluationResult:
     interval=UNBOUNDED,
     requires_expected=False,
     informational=True,
+    needs_content=False,
 )
 def invocation_duration_v1(ctx: MetricContext[None]) -> EvaluationResult:
     """ADK's invocation duration: wall-clock seconds per invocation; the split is in `details`."""

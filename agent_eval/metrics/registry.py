@@ -124,6 +124,8 @@ class MetricSpec:
         requires_expected: the metric compares against expected invocations: on a case without them (a
             conversation scenario) it is not called, and its result is "not applicable" (`metrics.scoring`).
         informational: the metric reports a value but never passes or fails a case.
+        needs_content: the metric reads message text or tool arguments: on a recorded case whose spans did not
+            capture content it is not called, and its result is "not applicable" (`metrics.scoring`).
         requires_threshold: a criterion for this metric must give a threshold.
         options: the pydantic model of the criterion's options (besides `threshold`), or a function that
             parses them from the `EvalMetric` and raises `EvalInputError` on bad values; either is run before
@@ -138,6 +140,7 @@ class MetricSpec:
     info: MetricInfo
     requires_expected: bool = True
     informational: bool = False
+    needs_content: bool = True
     requires_threshold: bool = True
     options: OptionsCheck | None = None
     option_keys: frozenset[str] | None = frozenset()
@@ -238,7 +241,10 @@ class MetricRegistry:
             description=custom.description or None,
             metric_value_info=MetricValueInfo(interval=Interval(min_value=0.0, max_value=1.0)),
         )
-        return MetricSpec(name=name, function=function, info=info, requires_expected=False, option_keys=None)
+        # A custom metric is always called, recorded content or not: what it reads is its own business.
+        return MetricSpec(
+            name=name, function=function, info=info, requires_expected=False, needs_content=False, option_keys=None
+        )
 
 
 def _check_threshold(eval_metric: EvalMetric, spec: MetricSpec) -> None:
@@ -323,6 +329,7 @@ def metric(
     interval: tuple[float, float] = (0.0, 1.0),
     requires_expected: bool = True,
     informational: bool = False,
+    needs_content: bool = True,
     options: OptionsCheck | None = None,
     option_keys: Iterable[str] = (),
     registry: MetricRegistry = REGISTRY,
@@ -352,6 +359,7 @@ def metric(
                 info=info,
                 requires_expected=requires_expected,
                 informational=informational,
+                needs_content=needs_content,
                 requires_threshold=not informational,
                 options=options,
                 option_keys=frozenset(option_keys),

@@ -11,7 +11,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agent_eval.errors import EvalInputError
-from agent_eval.metrics.common import NO_EXPECTED_INVOCATIONS, MetricNotApplicable
+from agent_eval.metrics.common import (
+    CONTENT_NOT_CAPTURED,
+    NO_EXPECTED_INVOCATIONS,
+    NO_REFERENCE_FOR_RECORDED,
+    MetricNotApplicable,
+)
 from agent_eval.metrics.custom import call_metric
 from agent_eval.metrics.judged.credentials import DEFAULT_CONCURRENCY, judge_concurrency
 from agent_eval.metrics.judged.policy import configured_retry
@@ -101,7 +106,8 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
     its interval: each gives a NOT_EVALUATED result whose `error` (or `explanation`) says why.
 
     A metric does not apply when its spec `requires_expected` and the case has no expected invocations (a
-    conversation scenario): decided here, before the metric is called, so every metric follows the one rule; a
+    conversation scenario, a recorded session), or when it `needs_content` and the case was recorded without
+    message content: decided here, before the metric is called, so every metric follows the one rule; a
     metric (a custom one) may also raise `MetricNotApplicable` itself.
     """
     record = MetricResult(
@@ -114,7 +120,10 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
     if run.failed:
         return record.model_copy(update={"explanation": f"not scored: the agent failed ({run.error})"})
     if spec.requires_expected and case.conversation is None:
-        return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {NO_EXPECTED_INVOCATIONS}"})
+        reason = NO_REFERENCE_FOR_RECORDED if case.recorded is not None else NO_EXPECTED_INVOCATIONS
+        return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {reason}"})
+    if spec.needs_content and case.recorded is not None and not case.recorded.content_captured:
+        return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {CONTENT_NOT_CAPTURED}"})
     try:
         # As ADK does before any metric runs: the case's rubrics join every actual invocation's own.
         actual = with_case_rubrics(case.rubrics, run.invocations) if case.rubrics else run.invocations

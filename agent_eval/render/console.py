@@ -1,10 +1,12 @@
 """The console summary (in the style of `adk eval` and ADK-Rust's `format_summary`) and artifact rows.
 
 `format_summary` prints, in order: the run and agent, the totals (`Pass rate` is over the evaluated case runs,
-the not-evaluated ones counted next to it), pass@k and the flaky cases when cases ran more than once, agent
-failures, the invocations reused from earlier evaluations, what the LLM judges did (when they were asked), the
-average scores, each failed case run with the criteria that failed, each case run that was not evaluated with
-the criteria that could not score it and why, and the regression check against the baseline (`render.verdict`).
+the not-evaluated ones counted next to it), notes on the input (recorded traffic: turns read, traces skipped,
+content not captured), pass@k and the flaky cases when cases ran more than once, agent failures, the
+invocations reused from earlier evaluations, what the LLM judges did (when they were asked), the average scores,
+each failed case run (a recorded one with where it was recorded) with the criteria that failed, each case run
+that was not evaluated with the criteria that could not score it and why, and the regression check against the
+baseline (`render.verdict`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def format_summary(report: RunReport) -> str:
         + (f"  Not evaluated: {s.not_evaluated}" if s.not_evaluated else "")
         + f"  Pass rate: {s.pass_rate:.1%}",
     ]
+    lines.extend(f"Input: {note}" for note in report.notes)
     lines.extend(_repeated_run_lines(report))
     if s.agent_failures:
         lines.append(f"Agent failures: {s.agent_failures}")
@@ -142,7 +145,8 @@ def _case_lines(case: CaseResult, num_runs: int) -> list[str]:
     not score the case run, with why."""
     run = f" (run {case.run_index + 1})" if num_runs > 1 else ""
     label = "FAIL" if case.status is EvalStatus.FAILED else "NOT EVALUATED"
-    lines = [f"  {label} {case.eval_set_id}/{case.eval_id}{run}"]
+    origin = f"  (recorded at {_listing(case.recorded_from)})" if case.recorded_from else ""
+    lines = [f"  {label} {case.eval_set_id}/{case.eval_id}{run}{origin}"]
     if case.agent_run.error:
         lines.append(f"      agent error: {_clip(case.agent_run.error)}")
         return lines + [f"      {_metric_line(m)}" for m in case.metrics if m.gates]

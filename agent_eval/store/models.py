@@ -23,6 +23,7 @@ __all__ = [
     "RunEvalSet",
     "RunRead",
     "RunStatus",
+    "Watermark",
     "as_utc",
 ]
 
@@ -189,3 +190,15 @@ class MetricRecord(SQLModel, table=True):
     error: str | None = None
     per_invocation: list[dict[str, Any]] = _json(list)
     details: dict[str, Any] = _json(dict)
+
+
+class Watermark(SQLModel, table=True):
+    """How far a scheduled evaluation of recorded traffic has scored: every turn that started before `position`
+    was scored by a completed run (`run_id`), none after it."""
+
+    __tablename__ = "watermarks"
+
+    name: str = Field(primary_key=True, max_length=255)
+    position: datetime = Field(sa_type=DateTime(timezone=True))
+    run_id: str | None = Field(default=None, max_length=64)
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))

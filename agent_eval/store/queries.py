@@ -325,6 +325,7 @@ def _case_result(record: CaseRecord, metrics: list[MetricRecord], eval_set: Eval
         agent_run=agent_run_of(record),
         expected_invocations=case.conversation if case else None,
         metrics=[_metric_result(m, record) for m in metrics],
+        recorded_from=case.recorded.sources if case is not None and case.recorded is not None else [],
     )
 
 

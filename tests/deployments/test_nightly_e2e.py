@@ -19,6 +19,7 @@ from agent_eval.store import CaseRecord, Run, get_engine
 from tests.compare.test_alerts import WebhookReceiver
 from tests.conftest import REPO_ROOT
 from tests.deployments.prefect_stack import POOL, PREFECT, PrefectStack
+from tests.recorded.otlp_lines import SECOND, append_traces
 
 pytestmark = pytest.mark.e2e
 
@@ -52,6 +53,29 @@ def test_nightly_deployment_runs_and_stores_its_results(stack: PrefectStack, tmp
         assert (run.status, run.total, run.passed, run.failed) == ("completed", 33, 27, 6)
         assert run.flow_run_id is not None
         assert len(session.exec(select(CaseRecord).where(CaseRecord.run_id == run.id)).all()) == 33
+
+    # The same stack (a second one would cost ~40 s): the traces deployment over a growing spans folder.
+    _traces_runs_score_each_trace_once(stack, tmp_path)
+
+
+def _traces_runs_score_each_trace_once(stack: PrefectStack, tmp_path: Path) -> None:
+    """Two runs of agent-eval-traces/traces, a trace recorded in between: each trace is scored once."""
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    append_traces(spans, "a.jsonl", [("s1", 1, time.time_ns() - 3600 * SECOND)])
+    request = json.dumps({"paths": [str(spans)], "settle_seconds": 0, "watermark": "e2e"})
+    for new_trace in (("s2", 2), None):
+        done = stack.run("deployment", "run", "agent-eval-traces/traces", "--param", f"request={request}", "--watch")
+        assert done.returncode == 0, done.stdout[-3000:] + (tmp_path / "worker.log").read_text()[-3000:]
+        if new_trace:
+            append_traces(spans, "b.jsonl", [(*new_trace, time.time_ns())])
+    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
+        runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
+        cases = session.exec(select(CaseRecord)).all()
+        scored = [
+            sorted(c.eval_id for c in cases if c.run_id == run.id) for run in runs if run.eval_set_ids == ["spans"]
+        ]
+    assert scored == [["s1"], ["s2"]]
 
 
 def test_parameters_are_enforced_against_the_schema(stack: PrefectStack) -> None:

@@ -1,0 +1,146 @@
+"""The command line's recorded-traffic parts: `run`'s options for OpenTelemetry traces and ADK sessions, and
+`import-sessions` (recorded sessions written as an ADK eval set)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_eval.errors import EXIT_OK, EvalInputError
+
+if TYPE_CHECKING:
+    from agent_eval.io.recorded import RecordedSource
+
+__all__ = ["add_import_sessions_parser", "add_recorded_arguments", "import_sessions_command", "recorded_source"]
+
+RECORDED_FORMAT_CHOICES = ("otel", "adk-session")
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([mhd])$")
+_UNIT_HOURS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
+
+
+def add_recorded_arguments(command: argparse.ArgumentParser, *, references: bool = True) -> None:
+    """The options that read and choose recorded traffic (`run`, `import-sessions`)."""
+    group = command.add_argument_group("recorded traffic (OpenTelemetry traces, ADK sessions)")
+    group.add_argument("--sessions-db", metavar="URL", help="read the sessions of an ADK DatabaseSessionService")
+    group.add_argument("--app-name", help="only this app's sessions (with --sessions-db)")
+    group.add_argument(
+        "--since", type=_moment, help="only turns that started at or after this time (ISO 8601, or 24h ago as '24h')"
+    )
+    group.add_argument("--until", type=_moment, help="only turns that started before this time (ISO 8601 or '1h')")
+    group.add_argument("--sample", type=_positive, help="score N sessions, chosen with --seed (reproducible)")
+    group.add_argument("--seed", type=int, default=0, help="the seed of --sample (default 0)")
+    group.add_argument("--service", action="append", default=[], help="only spans of this service.name (repeatable)")
+    group.add_argument("--agent-name", action="append", default=[], help="only turns of this agent (repeatable)")
+    if references:
+        group.add_argument(
+            "--reference",
+            action="append",
+            default=[],
+            metavar="EVAL_FILE",
+            help="an eval set whose cases give references to the recorded sessions of the same id (repeatable)",
+        )
+
+
+def recorded_source(args: argparse.Namespace, paths: list[str]) -> RecordedSource | None:
+    """The recorded traffic `args` name, or None when the paths are eval files: `--format otel|adk-session`,
+    `--sessions-db`, or (format `auto`) paths whose content is spans or sessions.
+
+    Raises:
+        EvalInputError: recorded traffic mixed with eval files, recorded-traffic options on eval files, or no
+            input at all.
+    """
+    from agent_eval.io.recorded import RecordedSource, detect_recorded_format
+
+    given_format = args.format if args.format in RECORDED_FORMAT_CHOICES else None
+    detected = [detect_recorded_format(Path(p)) if Path(p).exists() else None for p in paths]
+    if given_format is None and (args.format != "auto" or (not args.sessions_db and not any(detected))):
+        _refuse_recorded_options(args)
+        return None
+    if given_format is None and paths and not all(detected):
+        mixed = paths[detected.index(None)]
+        raise EvalInputError("recorded traffic and eval files in one run: pass eval files as --reference", file=mixed)
+    if not paths and not args.sessions_db:
+        raise EvalInputError("give span files, session files or --sessions-db", field="paths")
+    return RecordedSource(
+        paths=paths,
+        format=given_format,
+        sessions_db=args.sessions_db,
+        app_name=args.app_name,
+        since=args.since,
+        until=args.until,
+        sample=args.sample,
+        seed=args.seed,
+        services=args.service,
+        agent_names=args.agent_name,
+    )
+
+
+def _refuse_recorded_options(args: argparse.Namespace) -> None:
+    """Options that choose recorded traffic mean nothing on eval files: said, rather than ignored."""
+    given = [f"--{name.replace('_', '-')}" for name in _RECORDED_OPTIONS if getattr(args, name, None)]
+    if given:
+        raise EvalInputError(f"{', '.join(given)}: only for recorded traffic (span files, ADK sessions)", field="paths")
+
+
+_RECORDED_OPTIONS = ("app_name", "since", "until", "sample", "service", "agent_name", "reference")
+
+
+# --------------------------------------------------------------------------------------------- import-sessions
+def add_import_sessions_parser(commands: Any) -> None:
+    """`import-sessions SOURCE... -o FILE`."""
+    command = commands.add_parser(
+        "import-sessions", help="write recorded sessions or traces as an ADK eval set (regression cases)"
+    )
+    command.add_argument("paths", nargs="*", help="span files or folders, or ADK session JSON files")
+    command.add_argument("-o", "--output", required=True, help="the eval set file to write (.evalset.json)")
+    command.add_argument("--format", choices=["auto", *RECORDED_FORMAT_CHOICES], default="auto")
+    command.add_argument("--eval-set-id", help="the eval set id (default: from the output file's name)")
+    add_recorded_arguments(command, references=False)
+
+
+def import_sessions_command(args: argparse.Namespace) -> int:
+    """Write the chosen sessions as an ADK EvalSet that ADK's own loader reads and `adk eval` runs."""
+    from agent_eval.io.recorded import load_recorded
+    from agent_eval.io.recorded.export import adk_eval_set
+
+    source = recorded_source(args, args.paths)
+    if source is None:
+        first = args.paths[0] if args.paths else None
+        raise EvalInputError("not recorded traffic: neither OTLP spans nor ADK sessions", file=first)
+    output = Path(args.output)
+    eval_set_id = args.eval_set_id or output.name.split(".")[0]
+    loaded = load_recorded(source.model_copy(update={"eval_set_id": eval_set_id}))
+    written, left_out = adk_eval_set(loaded.eval_set)
+    for note in [*loaded.notes(), *left_out]:
+        print(f"agent-eval: {note}")
+    if not written.eval_cases:
+        raise EvalInputError("no session to import: every one failed or was recorded without content", file=output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = output.with_name(output.name + ".tmp")
+    temporary.write_text(written.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+    temporary.replace(output)  # all or nothing
+    print(f"Wrote {len(written.eval_cases)} case(s) to {output}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------------- values
+def _moment(text: str) -> datetime:
+    """An ISO 8601 time (UTC when it has no zone), or an age such as `30m`, `24h`, `7d` (that long ago)."""
+    relative = _RELATIVE.match(text.strip().lower())
+    if relative:
+        return datetime.now(UTC) - timedelta(hours=float(relative[1]) * _UNIT_HOURS[relative[2]])
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO 8601 time or an age such as 24h, got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
