@@ -17,6 +17,9 @@ Plain functions, vectorised with numpy where it matters. The rules they follow:
   a fixed order, the same two runs always give the same interval, on a tiny sample too.
 - `paired_difference`: the means of the paired scores on each side, the mean difference (current − baseline)
   and its bootstrap interval.
+- `unpaired_difference` (recorded traffic: each run scored other sessions, nothing pairs): each side's mean,
+  the difference of the means, and the percentile interval of the difference of independently resampled means
+  (the baseline's resamples drawn first, then the current's, from one generator seeded with `seed`).
 - `pass_at_k`: the unbiased estimator of Chen et al. (2021), `1 - C(n - c, k) / C(n, k)` for `n` runs of which
   `c` passed, computed exactly with integers; it is 1.0 when fewer than `k` runs failed. `mean_pass_at_k`
   averages it over cases, each k over the cases that ran at least k times.
@@ -53,6 +56,7 @@ __all__ = [
     "pass_at_k",
     "pass_at_ks",
     "runs_by_case",
+    "unpaired_difference",
 ]
 
 CaseKey: TypeAlias = tuple[str, str]
@@ -124,6 +128,34 @@ def paired_difference(
         difference=float(differences.mean()),
         low=low,
         high=high,
+    )
+
+
+def unpaired_difference(
+    baseline: Sequence[float], current: Sequence[float], *, confidence: float, resamples: int, seed: int
+) -> PairedDifference:
+    """Two independent samples compared (`n` is the smaller sample's size): rule in the module docstring.
+
+    Raises:
+        ValueError: an empty side, or bad bootstrap settings.
+    """
+    if not baseline or not current:
+        raise ValueError("unpaired_difference needs scores on both sides")
+    check_confidence(confidence)
+    check_resamples(resamples)
+    before, after = np.asarray(baseline, dtype=np.float64), np.asarray(current, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    before_means = _bootstrap_means(before, resamples, rng)  # drawn first, as the module docstring says
+    differences = _bootstrap_means(after, resamples, rng) - before_means
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(differences, [alpha, 1.0 - alpha])
+    return PairedDifference(
+        n=min(before.size, after.size),
+        baseline_mean=float(before.mean()),
+        current_mean=float(after.mean()),
+        difference=float(after.mean() - before.mean()),
+        low=float(low),
+        high=float(high),
     )
 
 

@@ -50,6 +50,12 @@ Like with like (per eval set, from each report's `config`, see `agent_eval.run_c
       decides pass or fail, not the score). Case pass/fail flips, and so hard regressions, are not counted in
       that eval set: a case passing under other criteria says nothing about a regression. Notes say so.
 
+Recorded traffic (every case of both runs read from recorded spans or sessions)
+    Each run scored the sessions of its own window: nothing pairs. Each metric's case scores are compared as two
+    samples (`agent_eval.stats.unpaired_difference`: means, difference of the means, bootstrap interval of it)
+    with the same tolerance and interval rule; no case flips, nothing is added or removed, and a note gives
+    both pass rates.
+
 Verdict
     `RegressionReport.regressed` = any metric regressed OR any case is a hard regression. With no comparable
     baseline there is no comparison: `no_baseline_payload` says why, and nothing regressed.
@@ -69,6 +75,7 @@ from agent_eval.schema import scoring_fingerprint
 from agent_eval.stats import (
     CaseKey,
     CaseRuns,
+    PairedDifference,
     case_scores,
     check_confidence,
     check_resamples,
@@ -78,6 +85,7 @@ from agent_eval.stats import (
     paired_difference,
     pass_at_ks,
     runs_by_case,
+    unpaired_difference,
 )
 
 __all__ = [
@@ -278,6 +286,9 @@ def compare_runs(
     check_tolerance(tolerance)
     alike = _alike(baseline, current)
     baseline_runs, current_runs = runs_by_case(alike.keep(baseline.cases)), runs_by_case(alike.keep(current.cases))
+    settings = _Settings(tolerance, confidence, resamples, seed)
+    if _recorded(baseline) and _recorded(current):
+        return _compare_recorded((baseline, baseline_runs), (current, current_runs), settings, baseline_reason)
     shared = [key for key in current_runs if key in baseline_runs]
     cases = [_compare_case(key, baseline_runs[key], current_runs[key], alike.flips(key[0])) for key in shared]
     return RegressionReport(
@@ -287,9 +298,7 @@ def compare_runs(
         confidence=confidence,
         resamples=resamples,
         seed=seed,
-        metrics=_compare_metrics(
-            baseline_runs, current_runs, shared, _Settings(tolerance, confidence, resamples, seed)
-        ),
+        metrics=_compare_metrics(baseline_runs, current_runs, shared, settings),
         cases=cases,
         added=[_ref(key) for key in current_runs if key not in baseline_runs],
         removed=[_ref(key) for key in baseline_runs if key not in current_runs],
@@ -413,18 +422,91 @@ def _compare_metric(
     if not pairs:
         return MetricComparison(**fields, note="no shared case was scored in both runs")
     paired = paired_difference(pairs, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed)
-    gated, drop = not informational, -paired.difference
+    return _judged(fields, paired, note=_ONE_PAIR if len(pairs) == 1 else None)
+
+
+def _judged(fields: dict[str, Any], compared: PairedDifference, note: str | None) -> MetricComparison:
+    """The comparison with its means and interval, regressed or improved by the rule of the module docstring."""
+    gated, drop, tolerance = not fields["informational"], -compared.difference, fields["tolerance"]
     return MetricComparison(
         **fields,
-        baseline_mean=paired.baseline_mean,
-        current_mean=paired.current_mean,
-        difference=paired.difference,
-        ci_low=paired.low,
-        ci_high=paired.high,
-        regressed=gated and drop > tolerance + _FLOAT_NOISE and paired.high < 0.0,
-        improved=gated and -drop > tolerance + _FLOAT_NOISE and paired.low > 0.0,
-        note=_ONE_PAIR if len(pairs) == 1 else None,
+        baseline_mean=compared.baseline_mean,
+        current_mean=compared.current_mean,
+        difference=compared.difference,
+        ci_low=compared.low,
+        ci_high=compared.high,
+        regressed=gated and drop > tolerance + _FLOAT_NOISE and compared.high < 0.0,
+        improved=gated and -drop > tolerance + _FLOAT_NOISE and compared.low > 0.0,
+        note=note,
     )
+
+
+# --------------------------------------------------------------------------------------------- recorded traffic
+def _recorded(report: RunReport) -> bool:
+    """A run of recorded traffic: every case was read from recorded spans or sessions."""
+    return bool(report.cases) and all(case.recorded_from for case in report.cases)
+
+
+def _compare_recorded(
+    baseline_side: tuple[RunReport, CaseRuns],
+    current_side: tuple[RunReport, CaseRuns],
+    settings: _Settings,
+    baseline_reason: str | None,
+) -> RegressionReport:
+    """Two runs of recorded traffic scored different sessions: nothing pairs, so each metric's scores are
+    compared as two samples, and the pass rates side by side; no case flips."""
+    (baseline, baseline_runs), (current, current_runs) = baseline_side, current_side
+    metrics = [
+        _compare_samples(name, before, after, informational=name in informational, settings=settings)
+        for name, before, after, informational in _samples(baseline_runs, current_runs)
+    ]
+    rates = f"pass rate {baseline.summary.pass_rate:.1%} → {current.summary.pass_rate:.1%}"
+    sessions = f"{len(baseline_runs)} baseline and {len(current_runs)} current sessions"
+    return RegressionReport(
+        baseline_run_id=baseline.run_id,
+        current_run_id=current.run_id,
+        baseline_reason=baseline_reason,
+        confidence=settings.confidence,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        metrics=metrics,
+        cases=[],
+        notes=[f"recorded traffic: {sessions} compared as samples, not case by case ({rates})"],
+    )
+
+
+def _samples(
+    baseline_runs: CaseRuns, current_runs: CaseRuns
+) -> list[tuple[str, list[float], list[float], frozenset[str]]]:
+    """Per metric (current's order, then the baseline's): each side's case scores, and the informational set."""
+    before = case_scores(baseline_runs, list(baseline_runs))
+    after = case_scores(current_runs, list(current_runs))
+    informational = frozenset(
+        informational_metrics([baseline_runs], list(baseline_runs))
+        | informational_metrics([current_runs], list(current_runs))
+    )
+    return [
+        (
+            name,
+            [v for v in before.get(name, {}).values() if v is not None],
+            [v for v in after.get(name, {}).values() if v is not None],
+            informational,
+        )
+        for name in dict.fromkeys([*after, *before])
+    ]
+
+
+def _compare_samples(
+    name: str, before: list[float], after: list[float], *, informational: bool, settings: _Settings
+) -> MetricComparison:
+    fields: dict[str, Any] = {"metric_name": name, "tolerance": settings.tolerance_of(name)}
+    fields.update(informational=informational, paired_cases=0)
+    if not before or not after:
+        return MetricComparison(**fields, note="not scored in both runs")
+    compared = unpaired_difference(
+        before, after, confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed
+    )
+    return _judged(fields, compared, note=f"unpaired: {len(before)} baseline against {len(after)} current scores")
 
 
 # -------------------------------------------------------------------------------------------------- cases

@@ -13,6 +13,8 @@ from pydantic import field_validator
 from sqlalchemy import JSON, DateTime, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
+from agent_eval.schema import EvalSet, content_hash
+
 __all__ = [
     "CaseRecord",
     "EvalSetVersion",
@@ -25,6 +27,8 @@ __all__ = [
     "RunStatus",
     "Watermark",
     "as_utc",
+    "comparable_version",
+    "eval_set_version",
 ]
 
 
@@ -58,6 +62,24 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+RECORDED_VERSION_PREFIX = "recorded:"
+"""How the version (content hash) of an eval set of recorded traffic starts: every window of recorded traffic is
+other content, yet its runs are comparable with each other (as samples, `agent_eval.compare.regression`)."""
+
+
+def eval_set_version(eval_set: EvalSet) -> str:
+    """The eval set's content hash; for recorded traffic (every case recorded) prefixed `recorded:`, cut to 64."""
+    digest = content_hash(eval_set)
+    if eval_set.eval_cases and all(case.recorded is not None for case in eval_set.eval_cases):
+        return RECORDED_VERSION_PREFIX + digest[: 64 - len(RECORDED_VERSION_PREFIX)]
+    return digest
+
+
+def comparable_version(version: str | None) -> str | None:
+    """The version two runs must share to be compared: every recorded-traffic version counts as one."""
+    return RECORDED_VERSION_PREFIX if version and version.startswith(RECORDED_VERSION_PREFIX) else version
 
 
 class EvalSetVersion(SQLModel, table=True):

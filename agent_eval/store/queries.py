@@ -27,6 +27,7 @@ from agent_eval.store.models import (
     RunRead,
     RunStatus,
     as_utc,
+    comparable_version,
 )
 
 __all__ = [
@@ -228,7 +229,7 @@ def _eval_set_versions(session: Session, run_ids: Sequence[str]) -> dict[str, di
     )
     versions: dict[str, dict[str, str | None]] = defaultdict(dict)
     for run_id, eval_set_id, eval_set_hash in session.exec(statement).all():
-        versions[run_id][eval_set_id] = eval_set_hash
+        versions[run_id][eval_set_id] = comparable_version(eval_set_hash)
     return versions
 
 

@@ -28,10 +28,19 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from agent_eval.results import CaseResult, RunReport
-from agent_eval.schema import AgentRun, EvalSet, EvalStatus, content_hash
+from agent_eval.schema import AgentRun, EvalSet, EvalStatus
 from agent_eval.secrets import redact_text
 from agent_eval.store.engine import get_engine
-from agent_eval.store.models import CaseRecord, EvalSetVersion, MetricRecord, Run, RunCreate, RunEvalSet, RunStatus
+from agent_eval.store.models import (
+    CaseRecord,
+    EvalSetVersion,
+    MetricRecord,
+    Run,
+    RunCreate,
+    RunEvalSet,
+    RunStatus,
+    eval_set_version,
+)
 
 __all__ = [
     "HEARTBEAT_SECONDS",
@@ -206,7 +215,7 @@ def _process_alive(pid: int) -> bool:
 
 def _add_run(session: Session, run: Run, eval_sets: Sequence[EvalSet]) -> None:
     """The run row, the eval set versions (each stored once) and the links between them."""
-    versions = {eval_set.eval_set_id: content_hash(eval_set) for eval_set in eval_sets}
+    versions = {eval_set.eval_set_id: eval_set_version(eval_set) for eval_set in eval_sets}
     if eval_sets:
         _insert_missing_versions(session, eval_sets, versions)
     session.add(run)

@@ -60,13 +60,25 @@ def test_scheduled_runs_score_each_trace_once_as_the_folder_grows(tmp_path: Path
     after_first = read_watermark("prod", get_engine(sqlite_url))
     append_traces(spans, "b.jsonl", [("s3", 3, time.time_ns())])  # recorded after the first run
     time.sleep(0.05)
-    run_traces(request)
+    second = run_traces(request)
     nothing_new = asyncio.run(traces_flow(request, return_state=True))
 
     assert first.summary.total == 2
     assert scored(sqlite_url) == [("completed", ["s1", "s2"]), ("completed", ["s3"])]
     assert after_first is not None and read_watermark("prod", get_engine(sqlite_url)) > after_first
     assert "no recorded turn in" in nothing_new.message
+    # Other sessions each window, yet comparable: the first run is the second's baseline, compared as samples.
+    assert second.regression["baseline_run_id"] == first.run_id
+    assert second.regression["notes"] == [
+        "recorded traffic: 2 baseline and 1 current sessions compared as samples, not case by case "
+        "(pass rate 100.0% → 100.0%)"
+    ]
+    assert [m["metric_name"] for m in second.regression["metrics"]] == [
+        "tool_call_count_v1",
+        "inference_call_count_v1",
+        "token_usage_v1",
+        "invocation_duration_v1",
+    ]
 
 
 def test_a_killed_run_leaves_the_watermark_and_the_next_run_scores_what_it_did_not_finish(
