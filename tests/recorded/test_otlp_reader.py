@@ -180,3 +180,27 @@ def test_a_folder_is_read_in_name_order_and_must_hold_span_files(tmp_path: Path)
     empty.mkdir()
     (empty / "rotated-just-now.jsonl").write_text("")  # an exporter's new file: not yet traffic, left out
     assert recorded_files(empty) == []
+
+
+def test_several_services_in_one_input_are_named_in_a_note(tmp_path: Path) -> None:
+    from agent_eval.io.recorded import RecordedSource, load_recorded
+
+    def turn(trace: str, service: str) -> str:
+        model = otlp_span(
+            "bbbbbbbbbbbbbbbb", "aaaaaaaaaaaaaaaa", "generate_content m", 2, **{"gen_ai.usage.input_tokens": 3}
+        )
+        root = otlp_span("aaaaaaaaaaaaaaaa", None, "invoke_workflow a", 1, **{"gen_ai.conversation.id": trace})
+        line = json.loads(request_line(model, root, service=service))
+        for span in line["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            span["traceId"] = trace * 32
+        return json.dumps(line)
+
+    file = tmp_path / "spans.jsonl"
+    file.write_text(turn("1", "shop") + "\n" + turn("2", "billing") + "\n")
+
+    notes = load_recorded(RecordedSource(paths=[str(file)])).notes()
+    only_shop = load_recorded(RecordedSource(paths=[str(file)], services=["shop"]))
+
+    assert "spans of 2 services: billing, shop (--service NAME scores one)" in notes
+    assert [case.eval_id for case in only_shop.eval_set.eval_cases] == ["1"]  # its session: the conversation id
+    assert only_shop.filtered_out == 1

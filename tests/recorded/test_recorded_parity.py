@@ -12,6 +12,8 @@ import asyncio
 import gzip
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -384,10 +386,36 @@ def _session_source(recorded: Fixtures, kind: str) -> RecordedSource:
     return RecordedSource(paths=[str(recorded.adk2_content / kind)])
 
 
-@pytest.mark.parametrize("kind", ["sessions.json", "session-s-weather.json", "db"])
+@contextmanager
+def sessions_on_postgres(sqlite_url: str) -> Iterator[str]:
+    """The fixture's session database copied into a fresh PostgreSQL database, through ADK's own schema (v1)
+    created there, as a DatabaseSessionService on PostgreSQL holds it; its URL in ADK's asyncpg form."""
+    from google.adk.sessions.schemas.v1 import Base
+    from sqlalchemy import create_engine
+
+    from tests.store.conftest import fresh_postgres_database
+
+    with fresh_postgres_database() as url:
+        source, target = create_engine(sqlite_url.replace("+aiosqlite", "")), create_engine(url)
+        Base.metadata.create_all(target)
+        with source.connect() as reading, target.begin() as writing:
+            for table in Base.metadata.sorted_tables:
+                rows = [dict(row._mapping) for row in reading.execute(table.select())]
+                if rows:
+                    writing.execute(table.insert(), rows)
+        source.dispose()
+        target.dispose()
+        yield url.replace("postgresql+psycopg://", "postgresql+asyncpg://")
+
+
+@pytest.mark.parametrize("kind", ["sessions.json", "session-s-weather.json", "db", "postgres"])
 def test_sessions_give_adks_own_invocations(recorded: Fixtures, kind: str) -> None:
     expected = adk_invocations(recorded.sessions_json("adk2-content"))
-    loaded = load_recorded(_session_source(recorded, kind))
+    if kind == "postgres":
+        with sessions_on_postgres(recorded.db_url) as url:
+            loaded = load_recorded(RecordedSource(sessions_db=url))
+    else:
+        loaded = load_recorded(_session_source(recorded, kind))
     cases = cases_of(loaded)
 
     wanted = ["s-weather"] if kind == "session-s-weather.json" else SESSION_IDS

@@ -92,6 +92,9 @@ class RecordedLoad:
         lines += [f"skipped {skipped.one_line()}" for skipped in self.skipped[:_MAX_SKIP_LINES]]
         if len(self.skipped) > _MAX_SKIP_LINES:
             lines.append(f"skipped {len(self.skipped) - _MAX_SKIP_LINES} more")
+        services = sorted({case.recorded.service for case in cases if case.recorded and case.recorded.service})
+        if len(services) > 1:
+            lines.append(f"spans of {len(services)} services: {', '.join(services)} (--service NAME scores one)")
         blind = sum(1 for case in cases if case.recorded is not None and not case.recorded.content_captured)
         if blind:
             lines.append(

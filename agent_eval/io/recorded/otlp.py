@@ -147,17 +147,18 @@ def _spans_of_request(resource_spans: list[Any], source: str) -> Iterator[Span]:
 
 
 def _json_span(span: dict[str, Any], service: Any, source: str) -> Span:
-    status = _get(span, "status") or {}
-    parent = _get(span, "parentSpanId")
+    get = span.get
+    status = get("status") or {}
+    parent = get("parentSpanId") or get("parent_span_id")
     return Span(
-        trace_id=_hex_id(_get(span, "traceId"), 16),
-        span_id=_hex_id(_get(span, "spanId"), 8),
+        trace_id=_hex_id(get("traceId") or get("trace_id"), 16),
+        span_id=_hex_id(get("spanId") or get("span_id"), 8),
         parent_id=_hex_id(parent, 8) if parent else None,
-        name=str(_get(span, "name") or ""),
-        start_ns=int(_get(span, "startTimeUnixNano") or 0),
-        end_ns=int(_get(span, "endTimeUnixNano") or 0),
-        attributes=_attributes(_get(span, "attributes")),
-        error=_status_error(_get(status, "code"), _get(status, "message")),
+        name=str(get("name") or ""),
+        start_ns=int(get("startTimeUnixNano") or get("start_time_unix_nano") or 0),
+        end_ns=int(get("endTimeUnixNano") or get("end_time_unix_nano") or 0),
+        attributes=_attributes(get("attributes")),
+        error=_status_error(status.get("code"), status.get("message")) if status else None,
         service=str(service) if service is not None else None,
         source=source,
     )
@@ -167,19 +168,19 @@ def _get(data: dict[str, Any], camel: str) -> Any:
     """A key in lowerCamelCase, or its snake_case form (protobuf's JSON mapping accepts both)."""
     value = data.get(camel)
     if value is None:
-        value = data.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+        value = data.get(_SNAKE.get(camel) or "".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
     return value
+
+
+_SNAKE = {"resourceSpans": "resource_spans", "scopeSpans": "scope_spans", "arrayValue": "array_value"}
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def _hex_id(value: Any, size: int) -> str:
     """An id as lowercase hex: the Collector writes hex; protobuf's own JSON mapping writes base64."""
     text = str(value or "")
-    if len(text) == size * 2:
-        try:
-            bytes.fromhex(text)
-            return text.lower()
-        except ValueError:
-            pass
+    if len(text) == size * 2 and _HEX_DIGITS.issuperset(text):
+        return text.lower()
     try:
         raw = base64.b64decode(text, validate=True)
     except binascii.Error:
@@ -196,20 +197,19 @@ def _status_error(code: Any, message: Any) -> str | None:
 
 
 def _attributes(items: Any) -> dict[str, Any]:
-    return {str(item["key"]): _any_value(item.get("value") or {}) for item in items or []}
+    return {str(item["key"]): _any_value(item.get("value") or {}) for item in items or ()}
 
 
 def _any_value(value: dict[str, Any]) -> Any:
-    """An OTLP `AnyValue` as a Python value (int64 arrive as strings)."""
-    for key, convert in _SCALARS.items():
-        if key in value:
-            return convert(value[key])
-    array = _get(value, "arrayValue")
-    if array is not None:
-        return [_any_value(item) for item in array.get("values") or []]
-    kvlist = _get(value, "kvlistValue")
-    if kvlist is not None:
-        return _attributes(kvlist.get("values"))
+    """An OTLP `AnyValue` (one key: its kind) as a Python value; int64 arrive as strings."""
+    for kind, raw in value.items():
+        convert = _SCALARS.get(kind)
+        if convert is not None:
+            return convert(raw)
+        if kind in ("arrayValue", "array_value"):
+            return [_any_value(item) for item in (raw or {}).get("values") or ()]
+        if kind in ("kvlistValue", "kvlist_value"):
+            return _attributes((raw or {}).get("values"))
     return None
 
 

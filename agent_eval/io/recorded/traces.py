@@ -23,7 +23,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
+
+from google.genai import types as genai_types
+from pydantic import BaseModel
 
 from agent_eval.io.recorded.otlp import SkippedInput, Span
 from agent_eval.io.recorded.turns import RecordedTurn
@@ -48,7 +51,8 @@ def turns_from_spans(spans: Iterable[Span], on_skip: Callable[[SkippedInput], No
 
 def group_traces(spans: Iterable[Span], on_skip: Callable[[SkippedInput], None]) -> Iterator[list[Span]]:
     """The spans grouped by trace, each trace yielded when its root span arrives; spans of a trace already
-    yielded, and traces whose root never came (orphans), go to `on_skip`."""
+    yielded, and traces whose root never came (orphans), go to `on_skip`. Memory: the spans of the traces not
+    yet complete, and the ids of those that were."""
     open_traces: dict[str, list[Span]] = {}
     done: set[str] = set()
     for span in spans:
@@ -72,20 +76,22 @@ def turn_from_trace(trace: list[Span]) -> RecordedTurn | SkippedInput:
     if not models:
         return SkippedInput(root.source, f"trace {root.trace_id} ({root.name!r}): no model call, not a turn")
     tools = [span for span in ordered if _is_tool_call(span)]
-    calls = [_ModelCall.of(span, _agent_name(ordered)) for span in models]
+    agent = _agent_name(ordered)
+    calls = [_ModelCall.of(span, agent, with_inputs=index == 0) for index, span in enumerate(models)]
     captured = any(call.captured for call in calls)
     continued = _tool_responses_ending(calls[0].inputs) if not tools else []
-    invocation = Invocation(
-        invocation_id=_first(ordered, "gcp.vertex.agent.invocation_id") or root.trace_id,
-        user_content=_user_content(calls[0]) if not continued else {"role": "user", "parts": []},
-        final_response=_with_text(calls[-1].output),
-        intermediate_data=InvocationEvents(
-            invocation_events=_responses_event(calls[0], continued) + _events(calls, models, tools)
+    invocation = _built(
+        Invocation,
+        invocation_id=str(_first(ordered, "gcp.vertex.agent.invocation_id") or root.trace_id),
+        user_content=_content_model(_user_content(calls[0]) if not continued else {"role": "user", "parts": []}),
+        final_response=_content_model(_with_text(calls[-1].output)),
+        intermediate_data=_built(
+            InvocationEvents, invocation_events=_responses_event(calls[0], continued) + _events(calls, models, tools)
         ),
         creation_timestamp=root.start_ns / _NANOS,
         duration=_seconds(root),
-        model_duration=sum(_seconds(span) for span in models),
-        tool_duration=sum(_seconds(span) for span in tools),
+        model_duration=round(sum(_seconds(span) for span in models), 6),
+        tool_duration=round(sum(_seconds(span) for span in tools), 6),
     )
     return RecordedTurn(
         session_id=str(_first(ordered, *_SESSION_KEYS) or root.trace_id),
@@ -93,7 +99,7 @@ def turn_from_trace(trace: list[Span]) -> RecordedTurn | SkippedInput:
         source=trace[0].source,
         started_ns=root.start_ns,
         service=root.service,
-        agent_name=_agent_name(ordered),
+        agent_name=agent,
         error=_error(ordered),
         content_captured=captured,
         continues=bool(continued),
@@ -142,24 +148,38 @@ class _ModelCall:
     """The trace's agent, for a call span that does not name it (ADK's legacy `call_llm`)."""
 
     @classmethod
-    def of(cls, span: Span, agent_name: str | None = None) -> _ModelCall:
+    def of(cls, span: Span, agent_name: str | None = None, *, with_inputs: bool = False) -> _ModelCall:
+        """The call's output and tokens; its input history too when asked (only the first call's is used)."""
         attributes = span.attributes
-        inputs, output = _semconv_messages(attributes)
+        inputs, output = _semconv_messages(attributes, with_inputs)
         if inputs is None and output is None:
-            inputs, output = _legacy_messages(attributes)
+            inputs, output = _legacy_messages(attributes, with_inputs)
         return cls(
             span=span,
             inputs=inputs or [],
             output=output,
             usage=_usage(attributes),
-            captured=inputs is not None or output is not None,
+            captured=any(_loaded_text(attributes.get(key)) for key in _CONTENT_KEYS),
             agent_name=agent_name,
         )
 
 
-def _semconv_messages(attributes: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, Any]:
+_CONTENT_KEYS = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gcp.vertex.agent.llm_request",
+    "gcp.vertex.agent.llm_response",
+)
+
+
+def _loaded_text(value: Any) -> bool:
+    """Whether an attribute holds content: present, and not an empty JSON value (`{}` when content is off)."""
+    return isinstance(value, str) and value.strip() not in ("", "{}", "[]", "null")
+
+
+def _semconv_messages(attributes: dict[str, Any], with_inputs: bool) -> tuple[list[dict[str, Any]] | None, Any]:
     """`gen_ai.input.messages` / `gen_ai.output.messages` (GenAI semantic conventions) as genai contents."""
-    inputs = _loaded(attributes.get("gen_ai.input.messages"))
+    inputs = _loaded(attributes.get("gen_ai.input.messages")) if with_inputs else None
     outputs = _loaded(attributes.get("gen_ai.output.messages"))
     names = _tool_names_by_call_id(inputs)
     contents = [_semconv_content(message, names) for message in inputs] if isinstance(inputs, list) else None
@@ -199,9 +219,9 @@ def _response_dict(part: dict[str, Any]) -> dict[str, Any]:
     return response if isinstance(response, dict) else {"result": response}
 
 
-def _legacy_messages(attributes: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, Any]:
+def _legacy_messages(attributes: dict[str, Any], with_inputs: bool) -> tuple[list[dict[str, Any]] | None, Any]:
     """`gcp.vertex.agent.llm_request` / `llm_response` (ADK's legacy schema; `{}` when content is off)."""
-    request = _loaded(attributes.get("gcp.vertex.agent.llm_request"))
+    request = _loaded(attributes.get("gcp.vertex.agent.llm_request")) if with_inputs else None
     response = _loaded(attributes.get("gcp.vertex.agent.llm_response"))
     contents = request.get("contents") if isinstance(request, dict) else None
     output = response.get("content") if isinstance(response, dict) else None
@@ -253,10 +273,10 @@ def _events(calls: list[_ModelCall], models: list[Span], tools: list[Span]) -> l
         own = [t for t in tools if t.start_ns >= call.span.start_ns and (until is None or t.start_ns < until)]
         calls_made = [{"function_call": _function_call(t)} for t in own] or _output_calls(call, bool(tools))
         content = {"role": "model", "parts": calls_made} if calls_made else None
-        events.append(_event(_author(call), content, call))
+        events.append(_event(_author(call), content, call))  # the call itself: its tokens, its function calls
         responses = [{"function_response": _function_response(t)} for t in own if not t.error]  # raised: none
         if responses:
-            events.append(InvocationEvent(author=_author(call), content={"role": "user", "parts": responses}))
+            events.append(_event(_author(call), {"role": "user", "parts": responses}))
     return events
 
 
@@ -270,23 +290,69 @@ def _responses_event(call: _ModelCall, responses: list[dict[str, Any]]) -> list[
     """The tool responses a continuing call's input ends with, as the event that precedes it."""
     if not responses:
         return []
-    return [InvocationEvent(author=_author(call), content={"role": "user", "parts": responses})]
+    return [_event(_author(call), {"role": "user", "parts": responses})]
 
 
 def _author(call: _ModelCall) -> str:
     return str(call.span.attributes.get("gen_ai.agent.name") or call.agent_name or "agent")
 
 
-def _event(author: str, content: dict[str, Any] | None, call: _ModelCall) -> InvocationEvent:
-    return InvocationEvent.model_validate(
-        {
-            "author": author,
-            "content": content,
-            "usage_metadata": call.usage,
-            "model_version": call.span.attributes.get("gen_ai.response.model")
-            or call.span.attributes.get("gen_ai.request.model"),
-        }
+def _event(author: str, content: dict[str, Any] | None, call: _ModelCall | None = None) -> InvocationEvent:
+    """An event; with `call`, the model call's (its tokens and model version)."""
+    attributes = call.span.attributes if call is not None else {}
+    usage = call.usage if call is not None else None
+    return _built(
+        InvocationEvent,
+        author=author,
+        content=_content_model(content),
+        usage_metadata=_usage_model(usage),
+        model_version=attributes.get("gen_ai.response.model") or attributes.get("gen_ai.request.model"),
     )
+
+
+# ------------------------------------------------------------------------------------------- genai models
+# Built from values this module made (strings, ints, JSON objects) by copying an empty instance with the fields
+# set (`model_copy(update=...)`), so pydantic does not check them again: validating (or `model_construct`, which
+# resolves every default) google-genai's many-field models was most of the time it took to map a span.
+# Every field left out keeps the empty instance's value: None or an immutable default, never a shared list.
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+_EMPTY: dict[type[BaseModel], BaseModel] = {
+    Invocation: Invocation(user_content=genai_types.Content()),
+    InvocationEvent: InvocationEvent(author=""),
+}
+
+
+def _built(model: type[_ModelT], **fields: Any) -> _ModelT:
+    empty = _EMPTY.get(model)
+    if empty is None:
+        empty = _EMPTY[model] = model()
+    return cast(_ModelT, empty.model_copy(update=fields))
+
+
+def _content_model(content: dict[str, Any] | None) -> genai_types.Content | None:
+    if content is None:
+        return None
+    parts = [_part_model(part) for part in content.get("parts") or ()]
+    return _built(genai_types.Content, role=content.get("role"), parts=parts)
+
+
+def _part_model(part: dict[str, Any]) -> genai_types.Part:
+    """A part we built (text, function call, function response); any other (a legacy request's), validated."""
+    if part.keys() == {"text"}:
+        return _built(genai_types.Part, text=part["text"])
+    if part.keys() == {"function_call"}:
+        call = part["function_call"]
+        fields = {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
+        return _built(genai_types.Part, function_call=_built(genai_types.FunctionCall, **fields))
+    if part.keys() == {"function_response"}:
+        answer = part["function_response"]
+        fields = {"id": answer.get("id"), "name": answer.get("name"), "response": answer.get("response")}
+        return _built(genai_types.Part, function_response=_built(genai_types.FunctionResponse, **fields))
+    return genai_types.Part.model_validate(part)
+
+
+def _usage_model(usage: dict[str, int] | None) -> genai_types.GenerateContentResponseUsageMetadata | None:
+    return _built(genai_types.GenerateContentResponseUsageMetadata, **usage) if usage else None
 
 
 def _function_call(tool: Span) -> dict[str, Any]:
