@@ -694,3 +694,17 @@ def test_a_database_driver_that_is_not_installed_is_an_input_error() -> None:
     with pytest.raises(EvalInputError) as caught:
         load_recorded(RecordedSource(sessions_db=url))
     assert "pw@" not in str(caught.value)
+
+
+def test_a_session_database_url_can_come_from_the_environment(
+    recorded: Fixtures, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADK_SESSIONS_DB", recorded.db_url)
+    monkeypatch.delenv("UNSET_SESSIONS_DB", raising=False)
+
+    loaded = load_recorded(RecordedSource(sessions_db="env:ADK_SESSIONS_DB"))
+    with pytest.raises(EvalInputError) as unset:
+        load_recorded(RecordedSource(sessions_db="env:UNSET_SESSIONS_DB"))
+
+    assert sorted(cases_of(loaded)) == SESSION_IDS
+    assert str(unset.value) == "sessions_db: the environment variable 'UNSET_SESSIONS_DB' it names is not set"

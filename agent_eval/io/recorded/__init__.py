@@ -21,6 +21,7 @@ from agent_eval.io.recorded.sessions import read_session_db, read_session_json, 
 from agent_eval.io.recorded.traces import turns_from_spans
 from agent_eval.io.recorded.turns import CONTENT_SETTING, RecordedTurn, TurnFilter, eval_set_from_turns
 from agent_eval.schema import EvalSet
+from agent_eval.secrets import UrlParameter
 
 __all__ = [
     "CONTENT_SETTING",
@@ -51,7 +52,10 @@ class RecordedSource(BaseModel):
 
     paths: list[str] = Field(default_factory=list, description="Span files or folders, or ADK session JSON files.")
     format: RecordedFormat | None = Field(default=None, description="otel or adk-session; None: from content.")
-    sessions_db: str | None = Field(default=None, description="An ADK DatabaseSessionService URL to read.")
+    sessions_db: UrlParameter = Field(
+        default=None,
+        description="An ADK DatabaseSessionService URL to read (its JSON, stored by Prefect, has no password).",
+    )
     app_name: str | None = Field(default=None, description="Only this app's sessions (session databases).")
     since: datetime | None = Field(default=None, description="Only turns that started at or after this time.")
     until: datetime | None = Field(default=None, description="Only turns that started before this time.")

@@ -26,6 +26,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.io.files import read_json
 from agent_eval.io.recorded.turns import RecordedTurn
 from agent_eval.schema import Invocation, InvocationEvent, InvocationEvents
+from agent_eval.secrets import SecretUnavailableError, resolve_secret
 
 __all__ = ["is_session_json", "read_session_db", "read_session_json", "redacted_url", "turns_from_session"]
 
@@ -88,7 +89,8 @@ def turns_from_session(session: dict[str, Any], source: str) -> list[RecordedTur
 def read_session_db(url: str) -> Iterator[RecordedTurn]:
     """The turns of every session in an ADK `DatabaseSessionService` database (its schema v1: events stored as
     `event_data` JSON), one session at a time. ADK's async URLs (`sqlite+aiosqlite`, `postgresql+asyncpg`) are
-    read with the sync drivers agent-eval ships.
+    read with the sync drivers agent-eval ships. `url` may be a reference (`env:NAME`, `prefect-secret:BLOCK`),
+    as a deployment's parameters must give a URL with a password (their stored JSON has none).
 
     Raises:
         EvalInputError: the URL cannot be opened (malformed, a driver that is not installed, a SQLite file that
@@ -97,6 +99,10 @@ def read_session_db(url: str) -> Iterator[RecordedTurn]:
     """
     from sqlalchemy.exc import SQLAlchemyError
 
+    try:  # `env:NAME` / `prefect-secret:BLOCK`: a URL with a password
+        url = resolve_secret(url, field="sessions_db")
+    except SecretUnavailableError as error:
+        raise EvalInputError(str(error)) from None
     shown = redacted_url(url)
     engine = _session_engine(url, shown)
     try:
