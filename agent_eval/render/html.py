@@ -323,6 +323,8 @@ def _case_summary(case: CaseResult, num_runs: int) -> str:
     meta = f"{case.agent_run.latency_seconds:.2f} s"
     if case.agent_run.attempts > 1:
         meta += f" · {case.agent_run.attempts} attempts"
+    if case.recorded_from:
+        meta += f" · recorded at {case.recorded_from[0]}" + (" …" if len(case.recorded_from) > 1 else "")
     return (
         f'<summary class="{_STATUS_CLASS[EvalStatus(case.status)]}">{_badge(case.status)}'
         f'<span class="id mono">{_e(case.eval_set_id)} / {_e(case.eval_id)}{run}</span>{chips}'

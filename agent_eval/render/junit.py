@@ -151,9 +151,9 @@ def _testcase(case: CaseResult, num_runs: int) -> ET.Element:
         name=_clean(_case_name(case, num_runs)),
         time=_seconds(case.agent_run.latency_seconds),
     )
-    cached = _cache_properties(case)
-    if cached is not None:
-        element.append(cached)
+    properties = _case_properties(case)
+    if properties is not None:
+        element.append(properties)
     outcome = _outcome(case)
     if outcome is not None:
         element.append(outcome)
@@ -163,15 +163,16 @@ def _testcase(case: CaseResult, num_runs: int) -> ET.Element:
     return element
 
 
-def _cache_properties(case: CaseResult) -> ET.Element | None:
-    """`<properties>` naming the run a reused invocation came from, and when it was made; None if not reused."""
+def _case_properties(case: CaseResult) -> ET.Element | None:
+    """`<properties>` naming the run a reused invocation came from and when it was made, and where a recorded
+    case was recorded (`recorded_at`, each turn's first span or the session); None if neither."""
+    values = {"recorded_at": " ".join(case.recorded_from)} if case.recorded_from else {}
     origin = case.agent_run.cached_from
-    if origin is None:
-        return None
-    values = {"cached_from_run_id": origin.run_id or "unrecorded"}
-    if origin.invoked_at is not None:
-        values["cached_at"] = _aware(origin.invoked_at).isoformat()
-    return _property_list(values)
+    if origin is not None:
+        values["cached_from_run_id"] = origin.run_id or "unrecorded"
+        if origin.invoked_at is not None:
+            values["cached_at"] = _aware(origin.invoked_at).isoformat()
+    return _property_list(values) if values else None
 
 
 def _property_list(values: dict[str, str]) -> ET.Element:
