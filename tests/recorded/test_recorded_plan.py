@@ -197,3 +197,13 @@ def test_recorded_traffic_options_on_eval_files_are_refused_not_ignored(
     assert capsys.readouterr().err.strip() == (
         "agent-eval: error: field 'paths': --since, --service: only for recorded traffic (span files, ADK sessions)"
     )
+
+
+def test_eval_files_beside_an_initial_session_are_eval_files_not_recorded_traffic(data_dir: Path) -> None:
+    """ADK's legacy format keeps `initial.session.json` (a session with no event) beside the eval files."""
+    from agent_eval.io.recorded import detect_recorded_format
+
+    initial = data_dir / "adk" / "trip_planner_agent" / "initial.session.json"
+
+    assert detect_recorded_format(data_dir / "adk") is None
+    assert detect_recorded_format(initial) is None  # a session without events is no traffic

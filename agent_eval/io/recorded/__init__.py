@@ -7,6 +7,7 @@ skipped and why, content not captured).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,8 +17,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.errors import EvalInputError
+from agent_eval.io.files import EVAL_FILE_SUFFIXES
 from agent_eval.io.recorded.otlp import PROTO_SUFFIXES, SkippedInput, read_spans
-from agent_eval.io.recorded.sessions import read_session_db, read_session_json, redacted_url
+from agent_eval.io.recorded.sessions import is_session_json, read_session_db, read_session_json, redacted_url
 from agent_eval.io.recorded.traces import turns_from_spans
 from agent_eval.io.recorded.turns import CONTENT_SETTING, RecordedTurn, TurnFilter, eval_set_from_turns
 from agent_eval.schema import EvalSet
@@ -110,8 +112,14 @@ class RecordedLoad:
 
 def detect_recorded_format(path: Path) -> RecordedFormat | None:
     """`otel` or `adk-session` when the file (or the first recorded file of a folder) holds recorded traffic,
-    else None."""
-    found = recorded_files(path) if path.is_dir() else [(path, _file_format(path))]
+    else None. A folder that holds eval files (`*.evalset.json`, `*.test.json`) is eval files, whatever else it
+    holds (ADK's legacy format keeps an `initial.session.json` beside them)."""
+    if path.is_dir():
+        if any(p.name.endswith(EVAL_FILE_SUFFIXES) for p in path.rglob("*")):
+            return None
+        found = recorded_files(path)
+    else:
+        found = [(path, _file_format(path))]
     return next((kind for _, kind in found if kind is not None), None)
 
 
@@ -132,9 +140,19 @@ def _file_format(file: Path) -> RecordedFormat | None:
     head = _head(file)
     if b'"resourceSpans"' in head or b'"resource_spans"' in head:
         return "otel"
-    if name.endswith(".json") and not name.endswith((".evalset.json", ".test.json")) and b'"events"' in head:
-        return "adk-session"
+    if name.endswith(".json") and not name.endswith(EVAL_FILE_SUFFIXES) and b'"events"' in head:
+        return "adk-session" if _holds_events(file) else None
     return None
+
+
+def _holds_events(file: Path) -> bool:
+    """Whether a JSON file is ADK sessions with at least one event (an initial session has none: not traffic)."""
+    try:
+        data = json.loads(file.read_bytes())
+    except (OSError, ValueError):
+        return False
+    sessions = data if isinstance(data, list) else [data]
+    return is_session_json(sessions) and any(isinstance(s, dict) and s.get("events") for s in sessions)
 
 
 def load_recorded(source: RecordedSource) -> RecordedLoad:
