@@ -24,9 +24,11 @@ from tests.recorded.otlp_lines import SECOND, append_traces
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[PrefectStack]:
-    """Server up, pool created, deployments deployed, one worker polling; all stopped afterwards."""
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectStack]:
+    """Server up, pool created, deployments deployed, one worker polling; all stopped afterwards. One for the
+    tests that need no worker environment of their own (a stack costs ~40 s); its folder is `stack.home`."""
+    tmp_path = tmp_path_factory.mktemp("stack")
     db_url = f"sqlite:///{tmp_path / 'store.db'}"
     stack = PrefectStack.start(tmp_path, {"AGENT_EVAL_DB_URL": db_url, "AGENT_EVAL_HOME": str(tmp_path / "ae")})
     try:
@@ -40,7 +42,8 @@ def stack(tmp_path: Path) -> Iterator[PrefectStack]:
         stack.stop()
 
 
-def test_nightly_deployment_runs_and_stores_its_results(stack: PrefectStack, tmp_path: Path) -> None:
+def test_nightly_deployment_runs_and_stores_its_results(stack: PrefectStack) -> None:
+    tmp_path = stack.home
     listed = stack.run("deployment", "ls")
     assert "agent-eval/nightly" in listed.stdout and "agent-eval/on-demand" in listed.stdout
 

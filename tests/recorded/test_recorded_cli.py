@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval.cli import main
 from agent_eval.io.recorded import RecordedSource, load_recorded
 from agent_eval.schema import EvalCase, EvalStatus
 from agent_eval.store.engine import new_engine
@@ -24,8 +25,13 @@ DEVICES_TURNS = [(254 + 24) + (305 + 15)]  # 598
 
 
 def agent_eval(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """The console script, with a store and a Prefect home of this test's own and Prefect's temporary server."""
+    """The console script, with a store and a Prefect home of this test's own, on the session's Prefect server
+    when one runs (a temporary server of its own costs ~15 s), else on Prefect's temporary server."""
+    from prefect.settings import PREFECT_API_URL
+
     env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"}
+    if PREFECT_API_URL.value():
+        env["PREFECT_API_URL"] = str(PREFECT_API_URL.value())
     env["AGENT_EVAL_PREFECT_SERVER"] = "ephemeral"
     env["AGENT_EVAL_DB_URL"] = f"sqlite:///{tmp_path / 'store.db'}"
     env["PREFECT_HOME"] = str(tmp_path / "prefect")
@@ -51,6 +57,7 @@ def output_of(done: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.flow
+@pytest.mark.usefixtures("prefect_server")
 def test_run_on_spans_without_content_scores_efficiency_and_fails_the_broken_session(
     recorded: Fixtures, tmp_path: Path
 ) -> None:
@@ -109,7 +116,10 @@ def test_run_on_spans_without_content_scores_efficiency_and_fails_the_broken_ses
 
 
 @pytest.mark.flow
-def test_run_with_references_and_a_config_scores_the_reference_criteria(recorded: Fixtures, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("prefect_server")
+def test_run_with_references_and_a_config_scores_the_reference_criteria(
+    recorded: Fixtures, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from google.adk.evaluation.eval_case import EvalCase, IntermediateData, Invocation
     from google.adk.evaluation.eval_set import EvalSet
     from google.genai import types
@@ -161,14 +171,18 @@ def test_run_with_references_and_a_config_scores_the_reference_criteria(recorded
     )
     spans = recorded.traces_jsonl("adk2-content")
 
-    done = agent_eval("run", str(spans), "--reference", str(reference_file), "--config", str(config), tmp_path=tmp_path)
+    store = f"sqlite:///{tmp_path / 'store.db'}"
 
-    assert done.returncode == 1, output_of(done)
-    assert "Total: 3  Passed: 1  Failed: 2" in done.stdout, output_of(done)
-    assert "Input: 1 reference case(s) have no recorded session of the same id" in done.stdout
-    assert f"  FAIL traces/s-devices  (recorded at {spans}:" in done.stdout
-    assert f"  FAIL traces/s-broken  (recorded at {spans}:" in done.stdout
-    assert "FAIL traces/s-weather" not in done.stdout
+    # In this process, on the session's Prefect server: the subprocess path is the test above.
+    code = main(["run", str(spans), "--reference", str(reference_file), "--config", str(config), "--db-url", store])
+
+    stdout = capsys.readouterr().out
+    assert code == 1, stdout
+    assert "Total: 3  Passed: 1  Failed: 2" in stdout
+    assert "Input: 1 reference case(s) have no recorded session of the same id" in stdout
+    assert f"  FAIL traces/s-devices  (recorded at {spans}:" in stdout
+    assert f"  FAIL traces/s-broken  (recorded at {spans}:" in stdout
+    assert "FAIL traces/s-weather" not in stdout
 
     engine = new_engine(f"sqlite:///{tmp_path / 'store.db'}")
     (stored,) = list_runs(engine)
@@ -184,7 +198,7 @@ def test_run_with_references_and_a_config_scores_the_reference_criteria(recorded
     assert expected == pytest.approx(6 / 11)  # 3 shared words of 4 and 7
     assert scores[("s-devices", "response_match_score")] == pytest.approx(expected)
     assert scores[("s-broken", "response_match_score")] is None
-    assert "response_match_score: score 0.545 < threshold 0.8" in done.stdout
+    assert "response_match_score: score 0.545 < threshold 0.8" in stdout
 
 
 def test_import_sessions_writes_what_adk_reads_and_bad_input_writes_nothing(recorded: Fixtures, tmp_path: Path) -> None:
