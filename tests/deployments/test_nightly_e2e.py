@@ -147,9 +147,10 @@ def _make_worse(agent_file: Path) -> None:
     agent_file.write_text(worse, encoding="utf-8")
 
 
-def test_retrying_a_failed_flow_run_reuses_the_cached_invocations(tmp_path: Path) -> None:
+def test_retrying_a_failed_flow_run_reuses_the_cached_invocations(stack: PrefectStack, tmp_path: Path) -> None:
     """Prefect's Retry (here `prefect flow-run retry`) on a flow run that failed (a regression with
-    `fail_on_regression`) runs the flow again without invoking the agent: every invocation is in the cache."""
+    `fail_on_regression`) runs the flow again without invoking the agent: every invocation is in the cache.
+    On the module's stack: this test's runs are those of its own copy of the agent."""
     project = tmp_path / "project"
     shutil.copytree(REPO_ROOT / "examples", project / "examples")
     agent_file = project / "examples" / "home_automation" / "agent.py"
@@ -157,22 +158,20 @@ def test_retrying_a_failed_flow_run_reuses_the_cached_invocations(tmp_path: Path
     _count_calls(agent_file, calls)
     config = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8},
               "regression": {"fail_on_regression": True}}  # fmt: skip
-    request = json.dumps({"paths": [str(agent_file.parent)], "agent": f"{agent_file}:root_agent", "config": config})
-    stack = _deployed_stack(tmp_path, {})
-    try:
-        first = stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
-        assert first.returncode == 0, first.stdout[-2000:]
-        _make_worse(agent_file)
-        stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
-        failed_flow_run = _runs(tmp_path)[1].flow_run_id
-        invoked = len(calls.read_text(encoding="utf-8").splitlines())
-        assert invoked > 2 * 33  # both runs invoked the agent on every turn (the code changed in between)
+    agent = f"{agent_file}:root_agent"
+    request = json.dumps({"paths": [str(agent_file.parent)], "agent": agent, "config": config})
+    first = stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
+    assert first.returncode == 0, first.stdout[-2000:]
+    _make_worse(agent_file)
+    stack.run("deployment", "run", "agent-eval/on-demand", "--param", f"request={request}", "--watch")
+    failed_flow_run = _runs(stack.home, agent)[1].flow_run_id
+    invoked = len(calls.read_text(encoding="utf-8").splitlines())
+    assert invoked > 2 * 33  # both runs invoked the agent on every turn (the code changed in between)
 
-        retried = stack.run("flow-run", "retry", str(failed_flow_run))
-        assert retried.returncode == 0, retried.stdout + retried.stderr
-        runs = _wait_for_runs(tmp_path, 3, timeout=120)
-    finally:
-        stack.stop()
+    retried = stack.run("flow-run", "retry", str(failed_flow_run))
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    runs = _wait_for_runs(stack.home, 3, timeout=120, agent=agent)
+
     assert [run.regressed for run in runs] == [None, True, False]
     assert runs[2].flow_run_id == failed_flow_run
     assert runs[2].status == "completed" and runs[2].total == 33
@@ -194,17 +193,19 @@ def root_agent(message, session):  # type: ignore[no-redef]
     agent_file.write_text(agent_file.read_text(encoding="utf-8") + wrapper, encoding="utf-8")
 
 
-def _runs(tmp_path: Path) -> list[Run]:
-    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
-        return list(session.exec(select(Run).order_by(col(Run.started_at))).all())
+def _runs(home: Path, agent: str | None = None) -> list[Run]:
+    """The runs in the store under `home`, oldest first (of `agent` only, when given)."""
+    with Session(get_engine(f"sqlite:///{home / 'store.db'}")) as session:
+        runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
+        return [run for run in runs if agent is None or run.agent_reference == agent]
 
 
-def _wait_for_runs(tmp_path: Path, count: int, timeout: float) -> list[Run]:
+def _wait_for_runs(home: Path, count: int, timeout: float, agent: str | None = None) -> list[Run]:
     """The runs once the last one is compared with its baseline (stored after the run is `completed`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        runs = _runs(tmp_path)
+        runs = _runs(home, agent)
         if len(runs) >= count and runs[-1].status != "running" and runs[-1].regressed is not None:
             return runs
         time.sleep(1)
-    raise TimeoutError(f"fewer than {count} finished, compared runs after {timeout} s: {_runs(tmp_path)}")
+    raise TimeoutError(f"fewer than {count} finished, compared runs after {timeout} s: {_runs(home, agent)}")
