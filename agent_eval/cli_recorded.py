@@ -24,7 +24,11 @@ _UNIT_HOURS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
 def add_recorded_arguments(command: argparse.ArgumentParser, *, references: bool = True) -> None:
     """The options that read and choose recorded traffic (`run`, `import-sessions`)."""
     group = command.add_argument_group("recorded traffic (OpenTelemetry traces, ADK sessions)")
-    group.add_argument("--sessions-db", metavar="URL", help="read the sessions of an ADK DatabaseSessionService")
+    group.add_argument(
+        "--sessions-db",
+        metavar="URL",
+        help="read the sessions of an ADK DatabaseSessionService (a URL with a password: env:NAME naming it)",
+    )
     group.add_argument("--app-name", help="only this app's sessions (with --sessions-db)")
     group.add_argument(
         "--since", type=_moment, help="only turns that started at or after this time (ISO 8601, or 24h ago as '24h')"

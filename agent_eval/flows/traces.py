@@ -39,7 +39,9 @@ class TracesRequest(BaseModel):
 
     paths: list[str] = Field(default_factory=list, description="Span files or folders (the exporter's output).")
     format: RecordedFormat | None = Field(default=None, description="otel or adk-session; None: from content.")
-    sessions_db: UrlParameter = Field(default=None, description="An ADK DatabaseSessionService URL to read.")
+    sessions_db: UrlParameter = Field(
+        default=None, description="An ADK DatabaseSessionService URL to read; with a password, as env:NAME."
+    )
     app_name: str | None = Field(default=None, description="Only this app's sessions (session databases).")
     services: list[str] = Field(default_factory=list, description="Only spans of these service.names.")
     agent_names: list[str] = Field(default_factory=list, description="Only turns of these agents.")
