@@ -144,6 +144,7 @@ def test_a_sharded_run_spreads_over_two_workers_and_equals_the_unsharded_run(
     assert sorted(case["eval_id"] for case in reports[0]["cases"]) == sorted(messages)
 
 
+@pytest.mark.timeout(660)  # its own bounds: 180 s until the kill, 420 s for the run to end (crash detection)
 def test_a_worker_killed_mid_shard_loses_no_case_and_reinvokes_none_that_finished(
     pool: PrefectStack, tmp_path: Path
 ) -> None:
