@@ -37,6 +37,7 @@ from agent_eval.cli_recorded import (
     import_sessions_command,
     recorded_source,
 )
+from agent_eval.cli_values import age_hours, positive
 from agent_eval.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from agent_eval.results import RunReport
 
 __all__ = ["main"]
-
-_DURATION_UNITS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -88,10 +87,10 @@ def _add_run_parser(commands: Any) -> None:
         "traffic as it is, with no agent call",
     )
     run.add_argument("--config", help="ADK test_config.json (default: the one beside the eval files)")
-    run.add_argument("--num-runs", type=_positive, default=1, help="runs per case (default 1)")
+    run.add_argument("--num-runs", type=positive, default=1, help="runs per case (default 1)")
     run.add_argument(
         "--max-concurrency",
-        type=_positive,
+        type=positive,
         default=DEFAULT_MAX_CONCURRENCY,
         help=f"agent invocations at once (default {DEFAULT_MAX_CONCURRENCY})",
     )
@@ -101,7 +100,7 @@ def _add_run_parser(commands: Any) -> None:
         metavar="MAX_AGE",
         nargs="?",
         const="24h",
-        type=_hours,
+        type=age_hours,
         help="reuse the agent's answers from earlier evaluations no older than MAX_AGE (e.g. 30m, 12h, 7d; "
         "default 24h when given without a value). Without it every evaluation invokes the agent.",
     )
@@ -116,7 +115,7 @@ def _add_run_parser(commands: Any) -> None:
     run.add_argument("--baseline", help="compare with this run id (default: the latest comparable run)")
     run.add_argument(
         "--shards",
-        type=_positive,
+        type=positive,
         default=1,
         help="split the invocations into N flow runs of the shard deployment, run by the workers of its pool "
         "(deployments/README.md; default 1: in this process)",
@@ -184,7 +183,7 @@ def _add_history_parsers(commands: Any) -> None:
     history = commands.add_parser("history", help="stored runs, newest first, with pass rate and metric means")
     history.add_argument("--eval-set", help="only runs that evaluated this eval set id")
     history.add_argument("--agent", help="only runs of this agent reference")
-    history.add_argument("--limit", type=_positive, default=20, help="at most N runs (default 20)")
+    history.add_argument("--limit", type=positive, default=20, help="at most N runs (default 20)")
     show = commands.add_parser("show", help="the summary and failures of one stored run")
     show.add_argument("run_id", help="a run id from `agent-eval history`")
     compare = commands.add_parser("compare", help="compare run B with run A: metric means, changed cases")
@@ -207,26 +206,6 @@ def _quiet_prefect(verbose: bool) -> None:
         # (Prefect 3.9), some through the root logger, which say nothing about the evaluation.
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_LOGGING_ROOT_LEVEL", "CRITICAL")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _hours(text: str) -> float:
-    """A maximum age: `30m`, `12h`, `7d`, or a number of hours."""
-    unit = _DURATION_UNITS.get(text[-1:].lower())
-    number = text[:-1] if unit is not None else text
-    try:
-        hours = float(number) * (unit or 1.0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an age such as 30m, 12h or 7d, got {text!r}") from None
-    if hours <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return hours
 
 
 def _check_output_dir(folder: str) -> None:

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import re
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_eval.cli_values import moment, positive
 from agent_eval.errors import EXIT_OK, EvalInputError
 
 if TYPE_CHECKING:
@@ -17,8 +16,6 @@ if TYPE_CHECKING:
 __all__ = ["add_import_sessions_parser", "add_recorded_arguments", "import_sessions_command", "recorded_source"]
 
 RECORDED_FORMAT_CHOICES = ("otel", "adk-session")
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([mhd])$")
-_UNIT_HOURS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
 
 
 def add_recorded_arguments(command: argparse.ArgumentParser, *, references: bool = True) -> None:
@@ -31,10 +28,10 @@ def add_recorded_arguments(command: argparse.ArgumentParser, *, references: bool
     )
     group.add_argument("--app-name", help="only this app's sessions (with --sessions-db)")
     group.add_argument(
-        "--since", type=_moment, help="only turns that started at or after this time (ISO 8601, or 24h ago as '24h')"
+        "--since", type=moment, help="only turns that started at or after this time (ISO 8601, or 24h ago as '24h')"
     )
-    group.add_argument("--until", type=_moment, help="only turns that started before this time (ISO 8601 or '1h')")
-    group.add_argument("--sample", type=_positive, help="score N sessions, chosen with --seed (reproducible)")
+    group.add_argument("--until", type=moment, help="only turns that started before this time (ISO 8601 or '1h')")
+    group.add_argument("--sample", type=positive, help="score N sessions, chosen with --seed (reproducible)")
     group.add_argument("--seed", type=int, default=0, help="the seed of --sample (default 0)")
     group.add_argument("--service", action="append", default=[], help="only spans of this service.name (repeatable)")
     group.add_argument("--agent-name", action="append", default=[], help="only turns of this agent (repeatable)")
@@ -53,8 +50,8 @@ def recorded_source(args: argparse.Namespace, paths: list[str]) -> RecordedSourc
     `--sessions-db`, or (format `auto`) paths whose content is spans or sessions.
 
     Raises:
-        EvalInputError: recorded traffic mixed with eval files, recorded-traffic options on eval files, or no
-            input at all.
+        EvalInputError: recorded traffic mixed with eval files, or recorded-traffic options on eval files (no
+            input at all is refused before, by the CLI's argument check).
     """
     from agent_eval.io.recorded import RecordedSource, detect_recorded_format
 
@@ -66,8 +63,6 @@ def recorded_source(args: argparse.Namespace, paths: list[str]) -> RecordedSourc
     if given_format is None and paths and not all(detected):
         mixed = paths[detected.index(None)]
         raise EvalInputError("recorded traffic and eval files in one run: pass eval files as --reference", file=mixed)
-    if not paths and not args.sessions_db:
-        raise EvalInputError("give span files, session files or --sessions-db", field="paths")
     return RecordedSource(
         paths=paths,
         format=given_format,
@@ -128,23 +123,3 @@ def import_sessions_command(args: argparse.Namespace) -> int:
     temporary.replace(output)  # all or nothing
     print(f"Wrote {len(written.eval_cases)} case(s) to {output}")
     return EXIT_OK
-
-
-# ---------------------------------------------------------------------------------------------------- values
-def _moment(text: str) -> datetime:
-    """An ISO 8601 time (UTC when it has no zone), or an age such as `30m`, `24h`, `7d` (that long ago)."""
-    relative = _RELATIVE.match(text.strip().lower())
-    if relative:
-        return datetime.now(UTC) - timedelta(hours=float(relative[1]) * _UNIT_HOURS[relative[2]])
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an ISO 8601 time or an age such as 24h, got {text!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
