@@ -456,9 +456,16 @@ def _compare_recorded(
     """Two runs of recorded traffic scored different sessions: nothing pairs, so each metric's scores are
     compared as two samples, and the pass rates side by side; no case flips."""
     (baseline, baseline_runs), (current, current_runs) = baseline_side, current_side
+    before = case_scores(baseline_runs, list(baseline_runs))
+    after = case_scores(current_runs, list(current_runs))
+    informational = informational_metrics([baseline_runs], list(baseline_runs)) | informational_metrics(
+        [current_runs], list(current_runs)
+    )
     metrics = [
-        _compare_samples(name, before, after, informational=name in informational, settings=settings)
-        for name, before, after, informational in _samples(baseline_runs, current_runs)
+        _compare_samples(
+            name, _scored(before, name), _scored(after, name), informational=name in informational, settings=settings
+        )
+        for name in dict.fromkeys([*after, *before])  # the current run's order, then the baseline's
     ]
     rates = f"pass rate {baseline.summary.pass_rate:.1%} → {current.summary.pass_rate:.1%}"
     sessions = f"{len(baseline_runs)} baseline and {len(current_runs)} current sessions"
@@ -475,25 +482,9 @@ def _compare_recorded(
     )
 
 
-def _samples(
-    baseline_runs: CaseRuns, current_runs: CaseRuns
-) -> list[tuple[str, list[float], list[float], frozenset[str]]]:
-    """Per metric (current's order, then the baseline's): each side's case scores, and the informational set."""
-    before = case_scores(baseline_runs, list(baseline_runs))
-    after = case_scores(current_runs, list(current_runs))
-    informational = frozenset(
-        informational_metrics([baseline_runs], list(baseline_runs))
-        | informational_metrics([current_runs], list(current_runs))
-    )
-    return [
-        (
-            name,
-            [v for v in before.get(name, {}).values() if v is not None],
-            [v for v in after.get(name, {}).values() if v is not None],
-            informational,
-        )
-        for name in dict.fromkeys([*after, *before])
-    ]
+def _scored(scores: Mapping[str, Mapping[CaseKey, float | None]], name: str) -> list[float]:
+    """The case scores of one metric, the cases it did not score left out."""
+    return [value for value in scores.get(name, {}).values() if value is not None]
 
 
 def _compare_samples(

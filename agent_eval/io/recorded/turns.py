@@ -7,7 +7,7 @@ It has expected invocations only where an eval set with the same case id gives t
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from agent_eval.schema import EvalCase, EvalSet, Invocation, InvocationEvent, InvocationEvents, RecordedOrigin
@@ -142,7 +142,7 @@ def _case(session_id: str, turns: list[RecordedTurn]) -> EvalCase:
     first = turns[0]
     failed = [turn for turn in turns if turn.error]
     origin = RecordedOrigin(
-        sources=_unique(turn.source for turn in turns),
+        sources=list(dict.fromkeys(turn.source for turn in turns)),  # each file and line once, in order
         content_captured=all(turn.content_captured for turn in turns),
         service=first.service,
         agent_name=first.agent_name,
@@ -152,7 +152,3 @@ def _case(session_id: str, turns: list[RecordedTurn]) -> EvalCase:
         state=dict(first.state),
     )
     return EvalCase(eval_id=session_id, actual_conversation=[turn.invocation for turn in turns], recorded=origin)
-
-
-def _unique(sources: Iterator[str] | Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(sources))
