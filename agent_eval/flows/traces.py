@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.flows.evaluate import run_plan
 from agent_eval.flows.lifecycle import on_cancelled, on_crashed
-from agent_eval.io.recorded import NoRecordedTurns, RecordedFormat, RecordedSource
+from agent_eval.io.recorded import NoRecordedTurns, RecordedSource
 from agent_eval.plan import EvalRequest, prepare
 from agent_eval.results import RunReport
 from agent_eval.secrets import ConfigParameter, UrlParameter
@@ -37,15 +37,10 @@ class TracesRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    paths: list[str] = Field(default_factory=list, description="Span files or folders (the exporter's output).")
-    format: RecordedFormat | None = Field(default=None, description="otel or adk-session; None: from content.")
-    sessions_db: UrlParameter = Field(
-        default=None, description="An ADK DatabaseSessionService URL to read; with a password, as env:NAME."
+    recorded: RecordedSource = Field(
+        description="What is recorded and which of it to score (span folders, a session database as env:NAME, "
+        "filters, a sample per window); its since/until are set by each run from the watermark."
     )
-    app_name: str | None = Field(default=None, description="Only this app's sessions (session databases).")
-    services: list[str] = Field(default_factory=list, description="Only spans of these service.names.")
-    agent_names: list[str] = Field(default_factory=list, description="Only turns of these agents.")
-    sample: int | None = Field(default=None, ge=1, description="Score this many sessions of each window.")
     references: list[str] = Field(default_factory=list, description="Eval files giving references by case id.")
     config: ConfigParameter = Field(default=None, description="A test_config.json path, or the config itself.")
     db_url: UrlParameter = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
@@ -61,23 +56,12 @@ class TracesRequest(BaseModel):
 
     def eval_request(self, since: datetime, until: datetime) -> EvalRequest:
         """The evaluation of one window."""
-        source = RecordedSource(
-            paths=self.paths,
-            format=self.format,
-            sessions_db=self.sessions_db,
-            app_name=self.app_name,
-            since=since,
-            until=until,
-            sample=self.sample,
-            services=self.services,
-            agent_names=self.agent_names,
-        )
         return EvalRequest(
             paths=self.references,
             config=self.config,
             db_url=self.db_url,
             tags=[*self.tags, "traces"],
-            recorded=source,
+            recorded=self.recorded.model_copy(update={"since": since, "until": until}),
         )
 
 

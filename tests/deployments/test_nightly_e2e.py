@@ -66,7 +66,7 @@ def _traces_runs_score_each_trace_once(stack: PrefectStack, tmp_path: Path) -> N
     spans = tmp_path / "spans"
     spans.mkdir()
     append_traces(spans, "a.jsonl", [("s1", 1, time.time_ns() - 3600 * SECOND)])
-    request = json.dumps({"paths": [str(spans)], "settle_seconds": 0, "watermark": "e2e"})
+    request = json.dumps({"recorded": {"paths": [str(spans)]}, "settle_seconds": 0, "watermark": "e2e"})
     for new_trace in (("s2", 2), None):
         done = stack.run("deployment", "run", "agent-eval-traces/traces", "--param", f"request={request}", "--watch")
         assert done.returncode == 0, done.stdout[-3000:] + (tmp_path / "worker.log").read_text()[-3000:]

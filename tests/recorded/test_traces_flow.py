@@ -17,6 +17,7 @@ from prefect.settings import PREFECT_API_URL
 from sqlmodel import Session, select
 
 from agent_eval.flows import TracesRequest, traces_flow
+from agent_eval.io.recorded import RecordedSource
 from agent_eval.store import CaseRecord, Run, RunStatus, get_engine, mark_abandoned_runs
 from agent_eval.store.watermarks import read_watermark
 from tests.recorded.otlp_lines import SECOND, append_traces
@@ -54,7 +55,9 @@ def test_scheduled_runs_score_each_trace_once_as_the_folder_grows(tmp_path: Path
     spans.mkdir()
     now = time.time_ns()
     append_traces(spans, "a.jsonl", [("s1", 1, now - 3 * 3600 * SECOND), ("s2", 2, now - 2 * 3600 * SECOND)])
-    request = TracesRequest(paths=[str(spans)], db_url=sqlite_url, settle_seconds=0, watermark="prod")
+    request = TracesRequest(
+        recorded=RecordedSource(paths=[str(spans)]), db_url=sqlite_url, settle_seconds=0, watermark="prod"
+    )
 
     first = run_traces(request)
     after_first = read_watermark("prod", get_engine(sqlite_url))
@@ -88,7 +91,9 @@ def test_a_killed_run_leaves_the_watermark_and_the_next_run_scores_what_it_did_n
     spans.mkdir()
     now = time.time_ns()
     append_traces(spans, "a.jsonl", [("s1", 1, now - 3 * 3600 * SECOND)])
-    request = TracesRequest(paths=[str(spans)], db_url=sqlite_url, settle_seconds=0, watermark="prod")
+    request = TracesRequest(
+        recorded=RecordedSource(paths=[str(spans)]), db_url=sqlite_url, settle_seconds=0, watermark="prod"
+    )
     run_traces(request)
     watermark = read_watermark("prod", get_engine(sqlite_url))
     append_traces(spans, "b.jsonl", [("s2", 2, time.time_ns()), ("s3", 3, time.time_ns())])
