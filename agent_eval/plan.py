@@ -10,7 +10,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -35,6 +35,7 @@ __all__ = [
     "ConfigGroup",
     "EvalPlan",
     "EvalRequest",
+    "LimitOrigin",
     "ScoringBatch",
     "check_judges",
     "config_groups",
@@ -155,6 +156,13 @@ class ConfigGroup:
         return list(self.files)
 
 
+class LimitOrigin(NamedTuple):
+    """Where a global limit was named: a config file (None: the request or an inline config) and the field."""
+
+    file: str | None
+    field: str
+
+
 ScoringBatch = tuple[EvalMetric, MetricSpec, list[tuple[EvalCase, AgentRun]], JudgeConfig | None]
 """One `score-criterion` task's work: a criterion, its metric, the case runs of its config's eval sets, and that
 config's `judge` section (judge retry settings)."""
@@ -185,6 +193,20 @@ class EvalPlan:
             return self.groups
         files = {eval_set.eval_set_id: self.config_file for eval_set in self.eval_sets}
         return (ConfigGroup(self.config, files, self.metrics),)
+
+    def limit_names(self, kind: Literal["invocations", "judge_calls"]) -> dict[str, LimitOrigin]:
+        """The global limits every agent invocation (`invocations`: the request's `concurrency_limits` first) or
+        every judge call (`judge_calls`) of the run holds, each once, in order, with where it was named: those
+        of the request and of any of the run's configs (`limits`). A run is paced as one: a limit that one
+        config names holds for all the run's eval sets."""
+        names: dict[str, LimitOrigin] = {}
+        if kind == "invocations":
+            names.update((name, LimitOrigin(None, "concurrency_limits")) for name in self.request.concurrency_limits)
+        for group in self.config_groups():
+            file = next(iter(group.files.values()), None)
+            for name in getattr(group.config.limits, kind, None) or ():
+                names.setdefault(name, LimitOrigin(file, f"limits.{kind}"))
+        return names
 
     def stored_config(self) -> dict[str, Any]:
         """`runs.config`: the config, or each eval set's when they differ (`agent_eval.run_configs`)."""

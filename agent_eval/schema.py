@@ -50,6 +50,7 @@ __all__ = [
     "InvocationEvent",
     "InvocationEvents",
     "JudgeConfig",
+    "LimitsConfig",
     "MetricInfo",
     "MetricValueInfo",
     "PerInvocationResult",
@@ -420,6 +421,29 @@ class JudgeConfig(EvalBaseModel):
         return value
 
 
+class LimitsConfig(EvalBaseModel):
+    """agent-eval extension (`limits` in the config): Prefect global concurrency or rate limits, by name, that
+    hold across every run, shard and worker naming them (`prefect gcl create NAME --limit N`, plus
+    `--slot-decay-per-second R` for a rate limit; see `agent_eval.tasks.limits`).
+
+    Limits never change what a run measures: they are no part of the config's scoring fingerprint.
+
+    Attributes:
+        invocations: limits every agent invocation holds (with the run's `--concurrency-limit` names).
+        judge_calls: limits every judge request holds, e.g. the judge's API key's requests per minute.
+    """
+
+    invocations: list[str] = Field(default_factory=list)
+    judge_calls: list[str] = Field(default_factory=list)
+
+    @field_validator("invocations", "judge_calls")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        if any(not name.strip() for name in names):
+            raise ValueError("a limit name must not be empty")
+        return names
+
+
 DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """What ADK uses when no config file is given."""
 
@@ -441,6 +465,7 @@ class EvalConfig(EvalBaseModel):
     )
     regression: RegressionConfig | None = None
     judge: JudgeConfig | None = None
+    limits: LimitsConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -471,7 +496,7 @@ class EvalConfig(EvalBaseModel):
         return content_hash(self)
 
     def scoring_fingerprint(self) -> str:
-        """A stable hash of what the config measures: everything but the `regression` and `judge` sections (see
+        """A stable hash of what the config measures: all but the `regression`, `judge` and `limits` sections (see
         `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
         return scoring_fingerprint(self.model_dump(mode="json", exclude_none=True))
 
@@ -553,13 +578,13 @@ def scoring_fingerprint(config: dict[str, Any]) -> str:
     """The hash of what a config (as JSON: a `test_config.json`'s content, or `runs.config` of any release)
     measures: the criteria with their thresholds and options, the custom metrics' code and the user simulator.
 
-    The `regression` section (tolerance, confidence, fail_on_regression, alert webhook) and the `judge` section
-    (retry settings) are left out: they say how runs are compared or judge calls retried, not what a run
-    measured. Bare thresholds count as `{"threshold": x}`, option keys
+    The `regression` section (tolerance, confidence, fail_on_regression, alert webhook), the `judge` section
+    (retry settings) and the `limits` section (global limits) are left out: they say how runs are compared or
+    calls are paced, not what a run measured. Bare thresholds count as `{"threshold": x}`, option keys
     as snake_case (`matchType` is `match_type`), and a config with no `criteria` as ADK's default criteria, so
     equal configs written differently hash alike.
     """
-    data = {key: value for key, value in config.items() if key not in ("regression", "judge")}
+    data = {key: value for key, value in config.items() if key not in ("regression", "judge", "limits")}
     criteria = data.get("criteria", DEFAULT_CRITERIA)
     if isinstance(criteria, dict):
         data["criteria"] = {

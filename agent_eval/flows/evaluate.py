@@ -22,7 +22,7 @@ from agent_eval.aggregate import build_report
 from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
-from agent_eval.flows.shard import check_shards_and_limits, invoke_sharded, slot_for
+from agent_eval.flows.shard import check_shard_deployment, invoke_sharded
 from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
@@ -37,6 +37,7 @@ from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
 from agent_eval.tasks import persist_report, record_run_start, score_metric, unvisited
+from agent_eval.tasks.limits import RunLimits, Slot
 
 __all__ = ["agent_eval_flow", "run_plan"]
 
@@ -59,7 +60,8 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     comparison, artifacts, final state. An outage (see `agent_eval.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
-    await check_shards_and_limits(plan.request)  # a missing concurrency limit or shard deployment: the same
+    await check_shard_deployment(plan.request)  # a missing shard deployment or global limit: the same
+    limits = await RunLimits.of(plan)
     _preload_for_scoring(plan)
     run = _new_run(plan, source_run_id)
     record_run_start(unvisited(run), unvisited(plan.eval_sets), plan.request.db_url)
@@ -69,7 +71,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     )
     async with tracked(run.id, plan.request.db_url, run.flow_run_id):
         try:
-            report = await _evaluate(plan, run)
+            report = await _evaluate(plan, run, limits)
         except BaseException as error:
             _end_unfinished(run.id, plan.request.db_url, error)
             raise
@@ -113,15 +115,15 @@ def _end_unfinished(run_id: str, db_url: str | None, error: BaseException) -> No
         get_run_logger().warning("could not mark run %s %s: %s", run_id, status, write_error)
 
 
-async def _evaluate(plan: EvalPlan, run: RunCreate) -> RunReport:
-    """Invoke, score, aggregate, and complete the run in the store."""
+async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunReport:
+    """Invoke, score, aggregate, and complete the run in the store; invocations and judge calls hold `limits`."""
     if plan.request.shards > 1:
         runs = await invoke_sharded(plan, run.id)
     else:
         policy = ReusePolicy.of(plan, run.id, run.flow_run_id)
-        runs = await invoke_all(plan, policy, slot=slot_for(plan.request.concurrency_limits))
+        runs = await invoke_all(plan, policy, slot=limits.invocations)
     judge_before = judge_totals().snapshot()
-    metric_results = await _score_all(plan, runs)
+    metric_results = await _score_all(plan, runs, limits.judge_calls)
     judge_stats = judge_totals().since(judge_before)
     report = build_report(
         run_id=run.id,
@@ -171,14 +173,18 @@ def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:
     )
 
 
-async def _score_all(plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]]) -> list[MetricResult]:
+async def _score_all(
+    plan: EvalPlan, runs: list[tuple[EvalCase, AgentRun]], judge_calls: Slot | None
+) -> list[MetricResult]:
     """One scoring task per (config, criterion), all at once: each eval set's case runs are scored with its
-    own config's criteria (`EvalPlan.scoring_batches`)."""
+    own config's criteria (`EvalPlan.scoring_batches`); every judge call holds `judge_calls`."""
 
     async def score(
         metric: EvalMetric, spec: MetricSpec, batch: list[tuple[EvalCase, AgentRun]], judge: JudgeConfig | None
     ) -> list[MetricResult]:
-        results = await score_metric(unvisited(spec), unvisited(metric), unvisited(batch), unvisited(judge))
+        results = await score_metric(
+            unvisited(spec), unvisited(metric), unvisited(batch), unvisited(judge), unvisited(judge_calls)
+        )
         current_progress().criterion_done(metric.metric_name)
         return results
 

@@ -98,7 +98,7 @@ async def invoke_all(
 
     At most `max_concurrency` run at once in this process; `slot` (default: none) is entered around each
     invocation too, for limits held beyond it: the request's Prefect global concurrency limits
-    (`agent_eval.flows.shard.slot_for`).
+    (`agent_eval.tasks.limits`).
     """
     local = asyncio.Semaphore(plan.request.max_concurrency)
     engine = get_engine(plan.request.db_url)

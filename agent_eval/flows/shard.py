@@ -15,9 +15,8 @@ sharded run equals the unsharded one's.
   (default 180 s; workers and parent should share the setting), then submits it again.
 - **Limits across workers.** The run's `max_concurrency` holds across all its shards: it is divided among
   them (`shard_concurrency`; there are never more shards than slots), so together they never exceed it, at
-  no cost per invocation. Each name in `EvalRequest.concurrency_limits` is a Prefect global concurrency limit
-  the user created; every invocation, sharded or not, holds one slot of each, so a model API's quota holds
-  across concurrent runs and workers (at 70-110 ms per acquire: for quotas, not for speed).
+  no cost per invocation. The global limits a run names (`agent_eval.tasks.limits`) are held by every
+  invocation, sharded or not, so a model API's quota holds across concurrent runs and workers.
 
 Every shard needs what the run needs on its worker: the eval files at the same paths (the deployment's working
 directory), the agent importable, the store reachable at the same URL.
@@ -28,8 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -38,7 +36,6 @@ import anyio
 from prefect import flow, get_run_logger
 from prefect.client.orchestration import PrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun, State
-from prefect.concurrency.asyncio import concurrency
 from prefect.deployments import arun_deployment
 from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
 from prefect.exceptions import ObjectNotFound
@@ -50,14 +47,14 @@ from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
 from agent_eval.schema import AgentRun, EvalCase
 from agent_eval.store import CaseRecord, agent_run_of, get_engine, load_case_records
+from agent_eval.tasks.limits import held_limits
 
 __all__ = [
     "SHARD_ATTEMPTS",
-    "check_shards_and_limits",
+    "check_shard_deployment",
     "invoke_sharded",
     "shard_concurrency",
     "shard_flow",
-    "slot_for",
     "wait_for_shard",
 ]
 
@@ -84,7 +81,7 @@ async def shard_flow(request: EvalRequest, run_id: str, shard: int, shards: int)
     done = _stored_identities(run_id, request.db_url)
     keys = [key for key in plan.shard(shard, shards) if _identity(key) not in done]
     policy = ReusePolicy.of(plan, run_id, current_flow_run_id())
-    await invoke_all(plan, policy, keys, slot_for(request.concurrency_limits))
+    await invoke_all(plan, policy, keys, await held_limits(plan.limit_names("invocations")))
     return len(keys)
 
 
@@ -120,42 +117,24 @@ def shard_concurrency(max_concurrency: int, index: int, count: int) -> int:
     return max_concurrency // count + (1 if index < max_concurrency % count else 0)
 
 
-def slot_for(names: Sequence[str]) -> Callable[[], AbstractAsyncContextManager[object]] | None:
-    """One slot of each named Prefect global concurrency limit, to hold around one invocation; None for none.
-    Strict: a limit that does not exist is an error, never a silent absence of limit."""
-    if not names:
-        return None
-    return lambda: concurrency(list(names), occupy=1, strict=True)
-
-
-async def check_shards_and_limits(request: EvalRequest) -> None:
-    """Before anything runs: the named concurrency limits exist, and for a sharded run its deployment does.
+async def check_shard_deployment(request: EvalRequest) -> None:
+    """Before anything runs, for a sharded run: its deployment exists and the stale-shard window is valid.
 
     Raises:
-        EvalInputError: a missing limit or deployment, naming the field and how to create it.
+        EvalInputError: a missing deployment (naming how to deploy it) or a bad `AGENT_EVAL_SHARD_STALE_SECONDS`.
     """
-    if not request.concurrency_limits and request.shards == 1:
+    if request.shards == 1:
         return
+    _stale_after()  # a bad AGENT_EVAL_SHARD_STALE_SECONDS is an input error, found now
     async with get_client() as client:
-        for name in request.concurrency_limits:
-            try:
-                await client.read_global_concurrency_limit_by_name(name)
-            except ObjectNotFound:
-                raise EvalInputError(
-                    f"no Prefect global concurrency limit {name!r}: create it with `prefect gcl create {name} "
-                    "--limit N`",
-                    field="concurrency_limits",
-                ) from None
-        if request.shards > 1:
-            _stale_after()  # a bad AGENT_EVAL_SHARD_STALE_SECONDS is an input error, found now
-            try:
-                await client.read_deployment_by_name(request.shard_deployment)
-            except ObjectNotFound:
-                raise EvalInputError(
-                    f"no deployment {request.shard_deployment!r} on the Prefect server to run shards: deploy "
-                    "deployments/prefect.yaml and start a worker of its pool (deployments/README.md)",
-                    field="shards",
-                ) from None
+        try:
+            await client.read_deployment_by_name(request.shard_deployment)
+        except ObjectNotFound:
+            raise EvalInputError(
+                f"no deployment {request.shard_deployment!r} on the Prefect server to run shards: deploy "
+                "deployments/prefect.yaml and start a worker of its pool (deployments/README.md)",
+                field="shards",
+            ) from None
 
 
 async def _run_shard(plan: EvalPlan, run_id: str, index: int, count: int, submitted: list[UUID]) -> None:

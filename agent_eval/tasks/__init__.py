@@ -16,9 +16,11 @@ from prefect.utilities.annotations import quote
 
 from agent_eval.agents import Agent, AgentFailure, is_transient, run_agent_case
 from agent_eval.metrics import MetricSpec, score_criterion
+from agent_eval.metrics.judged.policy import gated_judge_calls
 from agent_eval.results import MetricResult, RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
 from agent_eval.store import RunCreate, complete_run, get_engine, start_run
+from agent_eval.tasks.limits import Slot
 
 __all__ = [
     "CACHE_VERSION",
@@ -104,10 +106,13 @@ async def score_metric(
     eval_metric: EvalMetric,
     runs: list[tuple[EvalCase, AgentRun]],
     judge: JudgeConfig | None = None,
+    judge_calls: Slot | None = None,
 ) -> list[MetricResult]:
-    """One criterion over every case run, its judges retrying as the config's `judge` section says; returns one
-    `MetricResult` per case run, in order (errors recorded)."""
-    return await score_criterion(spec, eval_metric, runs, judge=judge)
+    """One criterion over every case run, its judges retrying as the config's `judge` section says and each of
+    their calls holding `judge_calls` (the run's global limits on judge calls); returns one `MetricResult` per
+    case run, in order (errors recorded)."""
+    with gated_judge_calls(judge_calls):
+        return await score_criterion(spec, eval_metric, runs, judge=judge)
 
 
 @task(name="start-run", cache_policy=NO_CACHE)

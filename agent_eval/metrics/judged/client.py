@@ -47,6 +47,7 @@ from agent_eval.metrics.judged.policy import (
     JudgeStats,
     RetryPolicy,
     current_retry_policy,
+    judge_call_gate,
     judge_semaphore,
     judge_totals,
 )
@@ -152,7 +153,7 @@ class ClientJudge:
         return JudgeSample(error=f"{last.reason} after {self.retry.attempts} attempts: {last.detail}")
 
     async def _call_once(self, request: JudgeRequest) -> str:
-        async with judge_semaphore():
+        async with judge_semaphore(), judge_call_gate():
             self._count("calls")
             try:
                 async with asyncio.timeout(self.timeout):

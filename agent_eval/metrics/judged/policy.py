@@ -9,6 +9,10 @@ config's `judge` section (installed for a block by `configured_retry`, e.g. whil
 else `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS` / `_INITIAL_DELAY` / `_MAX_DELAY`, else ADK's default. Retry settings
 are no part of a judge answer's cache key.
 
+Limits beyond the process: inside `gated_judge_calls(gate)` (the flow that scores installs it from the config's
+`limits.judge_calls`), every judge call also enters `gate()` while it holds its local slot: e.g. a slot of a
+Prefect global concurrency or rate limit shared by every run on the judge's API key.
+
 Counters: each judge counts into its own `JudgeStats` and into the process-wide `judge_totals()`, which only
 grow; `totals.since(before)` with `before = totals.snapshot()` gives what the judges of the process did in
 between (e.g. while one evaluation scored its criteria).
@@ -21,7 +25,7 @@ import random
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Generic, Literal, TypeAlias, TypeVar
@@ -36,6 +40,8 @@ __all__ = [
     "RetryPolicy",
     "configured_retry",
     "current_retry_policy",
+    "gated_judge_calls",
+    "judge_call_gate",
     "judge_semaphore",
     "judge_totals",
     "retry_policy",
@@ -83,6 +89,28 @@ _SEMAPHORES: LoopLocal[asyncio.Semaphore] = LoopLocal(_new_semaphore)
 def judge_semaphore() -> asyncio.Semaphore:
     """The running loop's cap on judge calls in flight, shared by all judges (see the module docstring)."""
     return _SEMAPHORES.get()
+
+
+_GATE: ContextVar[Callable[[], AbstractAsyncContextManager[object]] | None] = ContextVar(
+    "agent_eval_judge_gate", default=None
+)
+
+
+@contextmanager
+def gated_judge_calls(gate: Callable[[], AbstractAsyncContextManager[object]] | None) -> Iterator[None]:
+    """Inside the block (and the coroutines it starts), every judge call also holds what `gate()` gives while it
+    is sent (see the module docstring); `None` adds nothing."""
+    token = _GATE.set(gate)
+    try:
+        yield
+    finally:
+        _GATE.reset(token)
+
+
+def judge_call_gate() -> AbstractAsyncContextManager[object]:
+    """What one judge call enters besides the loop's semaphore: the installed gate's, else nothing."""
+    gate = _GATE.get()
+    return gate() if gate is not None else nullcontext()
 
 
 @dataclass(frozen=True)
