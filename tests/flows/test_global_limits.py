@@ -98,7 +98,9 @@ def test_a_rate_limit_spaces_the_invocations_by_its_decay(tmp_path: Path, sqlite
 
 
 @pytest.fixture
-def fake_judge(fake_gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[SafetyServer]:
+def fake_judge(
+    fake_gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[SafetyServer]:
     """The real judge client aimed at the fake Gemini server, which answers after 0.2 s and counts the requests
     it holds at once; an empty judge cache; a judge cap of 8."""
     for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", "AGENT_EVAL_JUDGE_BACKEND"):
