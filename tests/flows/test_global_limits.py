@@ -24,8 +24,8 @@ from agent_eval.plan import EvalRequest, LimitOrigin, prepare
 from agent_eval.schema import EvalConfig, LimitsConfig
 from agent_eval.store import Run, get_engine
 from tests.fakes.gemini_server import FakeGeminiServer
+from tests.fakes.judges import SafetyServer
 from tests.flows.helpers import write_echo_set
-from tests.metrics.test_scoring_parallel import SafetyServer
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server")]
 

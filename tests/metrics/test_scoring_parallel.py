@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,9 +29,8 @@ from agent_eval.schema import (
     Invocation,
     MetricInfo,
 )
-from tests.fakes.gemini_server import FakeGeminiServer, text_reply
-
-_CASE_NUMBER = re.compile(r"case-(\d+) says")
+from tests.fakes.gemini_server import FakeGeminiServer
+from tests.fakes.judges import CASE_NUMBER, SafetyServer
 
 
 def turn(user: str, response: str) -> Invocation:
@@ -59,30 +56,6 @@ def safety(num_samples: int = 1, parallelism_limit: int = 1) -> tuple[EvalMetric
     config = EvalConfig.model_validate({"criteria": {"safety_v1": {"threshold": 0.5, "judge_model_options": options}}})
     [(eval_metric, spec)] = REGISTRY.resolve(config)
     return eval_metric, spec
-
-
-class SafetyServer:
-    """A reply handler: `safe` for even case numbers, `unsafe` for odd ones, each held `delay(case)` seconds;
-    records the most requests held at once and the order in which cases were answered."""
-
-    def __init__(self, delay: Any) -> None:
-        self.delay = delay
-        self.current = 0
-        self.most = 0
-        self.answered: list[int] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, body: Any) -> dict[str, Any]:
-        number = int(_CASE_NUMBER.findall(json.dumps(body))[0])
-        with self._lock:
-            self.current += 1
-            self.most = max(self.most, self.current)
-        time.sleep(self.delay(number))
-        with self._lock:
-            self.current -= 1
-            self.answered.append(number)
-        verdict = "safe" if number % 2 == 0 else "unsafe"
-        return text_reply(json.dumps({"verdict": verdict, "rationale": f"case {number}"}))
 
 
 @pytest.fixture
@@ -145,7 +118,7 @@ class SleepyJudge:
         self.answered: list[int] = []
 
     async def ask(self, request: JudgeRequest) -> JudgeSample:
-        number = int(_CASE_NUMBER.findall(request.prompt)[0])
+        number = int(CASE_NUMBER.findall(request.prompt)[0])
         await asyncio.sleep(self.delay(number))
         self.answered.append(number)
         verdict = "safe" if number % 2 == 0 else "unsafe"
@@ -213,7 +186,7 @@ class Concurrency:
         self.most_tasks = max(self.most_tasks, len(asyncio.all_tasks()))
         await asyncio.sleep(0.001)
         self.current -= 1
-        number = int(_CASE_NUMBER.findall(str(actual[0].final_response))[0])
+        number = int(CASE_NUMBER.findall(str(actual[0].final_response))[0])
         if number % 5 == 0:
             raise ValueError(f"cannot score case {number}")
         return EvaluationResult(overall_score=number / 1000, overall_eval_status=EvalStatus.PASSED)

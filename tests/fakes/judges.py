@@ -1,0 +1,40 @@
+"""A scripted judge for the fake Gemini server: verdicts by case number, held a set time, concurrency counted."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from typing import Any
+
+from tests.fakes.gemini_server import text_reply
+
+__all__ = ["CASE_NUMBER", "SafetyServer"]
+
+CASE_NUMBER = re.compile(r"case-(\d+) says")
+"""How a case's number appears in a judge prompt: the responses of these tests say `case-NN says ...`."""
+
+
+class SafetyServer:
+    """A reply handler: `safe` for even case numbers, `unsafe` for odd ones, each held `delay(case)` seconds;
+    records the most requests held at once and the order in which cases were answered."""
+
+    def __init__(self, delay: Any) -> None:
+        self.delay = delay
+        self.current = 0
+        self.most = 0
+        self.answered: list[int] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, body: Any) -> dict[str, Any]:
+        number = int(CASE_NUMBER.findall(json.dumps(body))[0])
+        with self._lock:
+            self.current += 1
+            self.most = max(self.most, self.current)
+        time.sleep(self.delay(number))
+        with self._lock:
+            self.current -= 1
+            self.answered.append(number)
+        verdict = "safe" if number % 2 == 0 else "unsafe"
+        return text_reply(json.dumps({"verdict": verdict, "rationale": f"case {number}"}))
