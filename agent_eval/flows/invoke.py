@@ -96,9 +96,10 @@ async def invoke_all(
 ) -> list[tuple[EvalCase, AgentRun]]:
     """Every case run of `keys` (default: the plan's), in that order; each stored as soon as it is done.
 
-    At most `max_concurrency` run at once in this process; `slot` (default: none) is entered around each
-    invocation too, for limits held beyond it: the request's Prefect global concurrency limits
-    (`agent_eval.tasks.limits`).
+    At most `max_concurrency` run at once in this process, each holding its place until it is stored: at any
+    moment at most `max_concurrency` case runs are started and not yet stored, which bounds what a killed
+    worker loses. `slot` (default: none) is entered around each invocation too, for limits held beyond it: the
+    request's Prefect global concurrency limits (`agent_eval.tasks.limits`).
     """
     local = asyncio.Semaphore(plan.request.max_concurrency)
     engine = get_engine(plan.request.db_url)
@@ -106,15 +107,15 @@ async def invoke_all(
     take_slot = slot or contextlib.nullcontext
 
     async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
-        async with local, take_slot():
+        async with local, take_slot():  # held until stored: a killed worker loses only the case runs in flight
             run = await _invoke(plan, key, policy, refresh=refresh)
             if not run.failed and not policy.is_fresh(run) and not policy.accepts(run, datetime.now(UTC)):
                 run = await _invoke(plan, key, policy, refresh=True)  # an answer of another evaluation
-        run = _with_origin(run, policy)
+            run = _with_origin(run, policy)
+            await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
         if run.failed:
             _report_failure(key, run)
         current_progress().case_run_done("failed" if run.failed else "cached" if run.cached_from else "invoked")
-        await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
         return key.case, run
 
     return list(await asyncio.gather(*(one(key) for key in (plan.case_runs() if keys is None else keys))))

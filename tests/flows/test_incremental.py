@@ -77,6 +77,34 @@ def test_case_runs_are_stored_while_the_run_is_running(tmp_path: Path, sqlite_ur
     assert load_report(report.run_id, get_engine(sqlite_url)) == report
 
 
+def counting_agent(message: str, session: AgentSession) -> AgentTurn:
+    """The echo agent, noting how many case runs the store held when it was called."""
+    STORE.setdefault("stored_at_call", []).append(len(_store_now(STORE["url"])["cases"]))
+    return agents_for_tests.echo_agent(message, session)
+
+
+def test_a_case_run_keeps_its_place_until_it_is_stored(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one place and a slow store, the next case run starts only once the previous one is stored, so a
+    worker killed at any moment has no finished case run that the store does not hold."""
+    eval_file, _ = write_echo_set(tmp_path, ["a", "b", "c"])
+    STORE.clear()
+    STORE["url"] = sqlite_url
+    from agent_eval.flows import invoke
+
+    def slow_record(*args: Any) -> None:
+        time.sleep(0.3)
+        record(*args)
+
+    record = invoke.record_case_run
+    monkeypatch.setattr(invoke, "record_case_run", slow_record)
+
+    evaluate(eval_file, agent="tests.flows.test_incremental:counting_agent", db_url=sqlite_url, max_concurrency=1)
+
+    assert STORE["stored_at_call"] == [0, 1, 2]
+
+
 def test_the_run_records_where_it_came_from(tmp_path: Path, sqlite_url: str) -> None:
     eval_file, _ = write_echo_set(tmp_path, ["only"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
