@@ -44,6 +44,7 @@ def evaluate(
     baseline_run_id: str | None = None,
     shards: int = 1,
     concurrency_limits: Sequence[str] = (),
+    dask_address: str | None = None,
     recorded: RecordedSource | None = None,
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
@@ -73,6 +74,8 @@ def evaluate(
         shards: split the invocations into this many flow runs of the shard deployment on its work pool
             (`agent_eval.flows.shard`); 1 invokes in this process.
         concurrency_limits: Prefect global concurrency limits of which every invocation holds one slot.
+        dask_address: invoke the agent on the Dask cluster whose scheduler listens here (`tcp://HOST:8786`,
+            `agent_eval.tasks.dask`); default `$AGENT_EVAL_DASK_ADDRESS`, unset: in this process.
         recorded: recorded traffic to score, with its filters (`RecordedSource`: a session database, time
             range, sample...); `dataset_or_paths` then names eval files that give references by case id.
 
@@ -104,6 +107,7 @@ async def aevaluate(
     baseline_run_id: str | None = None,
     shards: int = 1,
     concurrency_limits: Sequence[str] = (),
+    dask_address: str | None = None,
     recorded: RecordedSource | None = None,
 ) -> RunReport:
     """`evaluate` for async code: the flow runs on the caller's event loop. Loading and checking the inputs

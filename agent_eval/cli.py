@@ -47,7 +47,7 @@ from agent_eval.errors import (
     EvalInputError,
     InfrastructureError,
 )
-from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
+from agent_eval.settings import DASK_ADDRESS_ENV, DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
     from agent_eval.results import RunReport
@@ -126,6 +126,12 @@ def _add_run_parser(commands: Any) -> None:
         default=[],
         metavar="NAME",
         help="a Prefect global concurrency limit every agent invocation holds a slot of (repeatable)",
+    )
+    run.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="invoke the agent on the workers of the Dask cluster whose scheduler listens at ADDRESS "
+        f"(tcp://HOST:8786; needs agent-eval[dask]; default ${DASK_ADDRESS_ENV}, unset: in this process)",
     )
     add_recorded_arguments(run)
     _add_output_arguments(run)
@@ -240,6 +246,7 @@ def run_command(args: argparse.Namespace) -> int:
         baseline_run_id=args.baseline,
         shards=args.shards,
         concurrency_limits=args.concurrency_limit,
+        dask_address=args.dask,
     )
     return _finish(report, args)
 

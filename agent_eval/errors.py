@@ -115,6 +115,7 @@ EXIT_BAD_INPUT = 2
 EXIT_REGRESSION = 3
 """The run regressed against its baseline."""
 EXIT_INFRASTRUCTURE = 4
-"""The store, the agent's server or the judge could not be reached; the run (if any) is stored `errored`."""
+"""The store, the agent's server, the judge or the Dask scheduler could not be reached; the run (if any) is
+stored `errored`."""
 EXIT_INTERRUPTED = 130
 """Stopped by SIGINT or SIGTERM; the run is stored `cancelled`."""

@@ -120,6 +120,11 @@ class EvalRequest(BaseModel):
         description="Prefect global concurrency limits (`prefect gcl create NAME --limit N`) of which every agent "
         "invocation holds one slot, across runs and workers: e.g. the model API's quota.",
     )
+    dask_address: str | None = Field(
+        default=None,
+        description="Invoke the agent on the Dask cluster whose scheduler listens here (e.g. tcp://HOST:8786), "
+        "through prefect-dask's DaskTaskRunner. Default: $AGENT_EVAL_DASK_ADDRESS; unset: in this process.",
+    )
     recorded: RecordedSource | None = Field(
         default=None,
         description="Score recorded traffic (OpenTelemetry traces, ADK sessions) as it is, with no agent call.",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "DEFAULT_TURN_TIMEOUT_SECONDS", "HOME_ENV", "home_dir"]
+__all__ = ["DASK_ADDRESS_ENV", "DEFAULT_MAX_CONCURRENCY", "DEFAULT_TURN_TIMEOUT_SECONDS", "HOME_ENV", "home_dir"]
 
 HOME_ENV = "AGENT_EVAL_HOME"
 
@@ -15,6 +15,10 @@ DEFAULT_MAX_CONCURRENCY = 8
 
 DEFAULT_TURN_TIMEOUT_SECONDS = 300.0
 """Seconds one agent turn may take before it is interrupted, by default."""
+
+
+DASK_ADDRESS_ENV = "AGENT_EVAL_DASK_ADDRESS"
+"""The Dask scheduler to invoke the agent on when a run names none (e.g. `tcp://10.0.0.5:8786`)."""
 
 
 def home_dir() -> Path:

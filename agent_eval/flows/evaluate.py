@@ -37,6 +37,7 @@ from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
 from agent_eval.tasks import persist_report, record_run_start, score_metric, unvisited
+from agent_eval.tasks.dask import check_dask, dask_address
 from agent_eval.tasks.limits import RunLimits, Slot
 
 __all__ = ["agent_eval_flow", "run_plan"]
@@ -61,6 +62,8 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     not compared; the flow run then ends Failed with the report as its data."""
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
     await check_shard_deployment(plan.request)  # a missing shard deployment or global limit: the same
+    if address := dask_address(plan.request.dask_address):
+        await check_dask(address)  # no prefect-dask, or a Dask scheduler that does not answer: the same
     limits = await RunLimits.of(plan)
     _preload_for_scoring(plan)
     run = _new_run(plan, source_run_id)

@@ -30,6 +30,7 @@ from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
 from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run
 from agent_eval.tasks import INVOKE_RETRIES, invoke_case, unvisited
+from agent_eval.tasks.dask import DaskInvoker, dask_address, dask_invoker
 
 __all__ = ["EVENTS_LOGGER", "ReusePolicy", "current_flow_run_id", "invoke_all"]
 
@@ -106,11 +107,11 @@ async def invoke_all(
     refresh = plan.request.refresh_cache or policy.reuses_nothing
     take_slot = slot or contextlib.nullcontext
 
-    async def one(key: CaseRunKey) -> tuple[EvalCase, AgentRun]:
+    async def one(key: CaseRunKey, dask: DaskInvoker | None) -> tuple[EvalCase, AgentRun]:
         async with local, take_slot():  # held until stored: a killed worker loses only the case runs in flight
-            run = await _invoke(plan, key, policy, refresh=refresh)
+            run = await _invoke(plan, key, policy, dask, refresh=refresh)
             if not run.failed and not policy.is_fresh(run) and not policy.accepts(run, datetime.now(UTC)):
-                run = await _invoke(plan, key, policy, refresh=True)  # an answer of another evaluation
+                run = await _invoke(plan, key, policy, dask, refresh=True)  # an answer of another evaluation
             run = _with_origin(run, policy)
             await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
         if run.failed:
@@ -118,17 +119,26 @@ async def invoke_all(
         current_progress().case_run_done("failed" if run.failed else "cached" if run.cached_from else "invoked")
         return key.case, run
 
-    return list(await asyncio.gather(*(one(key) for key in (plan.case_runs() if keys is None else keys))))
+    async with dask_invoker(dask_address(plan.request.dask_address)) as dask:
+        work = plan.case_runs() if keys is None else keys
+        return list(await asyncio.gather(*(one(key, dask) for key in work)))
 
 
-async def _invoke(plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, *, refresh: bool) -> AgentRun:
+async def _invoke(
+    plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, dask: DaskInvoker | None, *, refresh: bool
+) -> AgentRun:
+    """One `invoke-case` task run, here or on the Dask cluster, as the `AgentRun` it produced."""
     task = _refreshing_invoke_case() if refresh else invoke_case
-    # An async task called with return_state=True gives a coroutine of its final state.
+    if dask is not None:  # parameters as they are: the task run's name is formatted from them on the worker
+        parameters = {"agent": plan.agent, "case": key.case, "eval_set_id": key.eval_set_id}
+        parameters |= {"run_index": key.run_index, "origin": policy.origin()}
+        return _run_from_outcome(await dask.outcome(task, parameters), key)
     call = task(
         unvisited(plan.agent), unvisited(key.case), key.eval_set_id, key.run_index, policy.origin(), return_state=True
     )
+    # An async task called with return_state=True gives a coroutine of its final state.
     state = await cast(Awaitable[State[AgentRun]], call)
-    return await _run_from_state(state, key)
+    return _run_from_outcome(await state.aresult(raise_on_failure=False), key)
 
 
 @cache
@@ -153,9 +163,8 @@ def _with_origin(run: AgentRun, policy: ReusePolicy) -> AgentRun:
     return run.model_copy(update={"cached_from": None})
 
 
-async def _run_from_state(state: State[AgentRun], key: CaseRunKey) -> AgentRun:
+def _run_from_outcome(outcome: object, key: CaseRunKey) -> AgentRun:
     """The task's `AgentRun`, or a failed one carrying the error when the task failed."""
-    outcome = await state.aresult(raise_on_failure=False)
     if isinstance(outcome, AgentRun):
         return outcome
     if isinstance(outcome, AgentFailure):

@@ -61,3 +61,12 @@ async def logged_slow_agent(message: str, session: AgentSession) -> AgentTurn:
         log.write(message + "\n")
     await asyncio.sleep(0.2)
     return echo_agent(message, session)
+
+
+async def pid_logged_agent(message: str, session: AgentSession) -> AgentTurn:
+    """`echo_agent` after 0.1 s, appending `PID MESSAGE` to `$AGENT_EVAL_TEST_CALL_LOG` first, so a test sees
+    which process (a Dask worker, say) ran each call."""
+    with open(os.environ[CALL_LOG_ENV], "a", encoding="utf-8") as log:
+        log.write(f"{os.getpid()} {message}\n")
+    await asyncio.sleep(0.1)
+    return echo_agent(message, session)
