@@ -4,7 +4,8 @@ SQLModel run history.
 The public API is this package's `__all__`: one import path, `from agent_eval import evaluate, RunReport`.
 The stage subpackages (`io`, `agents`, `metrics`, `render`, `compare`, `store`) expose their own `__all__` for
 extension work (a new agent adapter, metric family or renderer); every other module is an implementation
-detail that may change between releases. `docs/architecture.md` shows the stages and where each lives.
+detail that may change between releases. Each subpackage and internal module says so in its docstring
+(`Internal: ...`). `docs/architecture.md` shows the stages and where each lives.
 
 Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
 
@@ -16,6 +17,7 @@ from agent_eval.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agent_eval.agents.base import Agent, AgentSession, AgentTurn, ToolCallRecord
+    from agent_eval.agents.genai_agent import GenaiAgent
     from agent_eval.api import aevaluate, arerun, arescore, evaluate, rerun, rescore
     from agent_eval.compare.run_history import history, show
     from agent_eval.errors import EvalInputError
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "agent_eval.agents.base": ("Agent", "AgentSession", "AgentTurn", "ToolCallRecord"),
+    "agent_eval.agents.genai_agent": ("GenaiAgent",),
     "agent_eval.api": ("aevaluate", "arerun", "arescore", "evaluate", "rerun", "rescore"),
     "agent_eval.compare.run_history": ("history", "show"),
     "agent_eval.errors": ("EvalInputError",),
@@ -91,6 +94,7 @@ __all__ = [
     "EvalSet",
     "EvalStatus",
     "EvaluationResult",
+    "GenaiAgent",
     "Invocation",
     "MetricResult",
     "PerInvocationResult",

@@ -1,5 +1,7 @@
 """Aggregation: metric results and agent runs into case results and a run report (pure functions).
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 The rules:
 
 Case status (`case_status`, one per case run)

@@ -1,5 +1,7 @@
 """The `agent-eval` command line; each command calls the public API only.
 
+Internal: the interface is the `agent-eval` command; this module's names may change between releases.
+
 Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `rescore RUN_ID` (its
 invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
 failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`, `server

@@ -1,5 +1,7 @@
 """The command line's recorded-traffic parts: `run`'s options for OpenTelemetry traces and ADK sessions, and
-`import-sessions` (recorded sessions written as an ADK eval set)."""
+`import-sessions` (recorded sessions written as an ADK eval set).
+
+Internal: the interface is the `agent-eval` command; this module's names may change between releases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Values of command-line options, parsed for argparse (`type=`): counts, ages and moments."""
+"""Values of command-line options, parsed for argparse (`type=`): counts, ages and moments.
+
+Internal: the interface is the `agent-eval` command; this module's names may change between releases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Errors for user mistakes: one line naming the file, the case and the field."""
+"""Errors for user mistakes: one line naming the file, the case and the field.
+
+Internal: the public API is `agent_eval`'s; this module's names may change between releases."""
 
 from __future__ import annotations
 

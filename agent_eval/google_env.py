@@ -1,5 +1,7 @@
 """What google-genai will find in the environment: Vertex AI or the Gemini API, and whether credentials are set.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 Shared by the Gemini agent, the user simulator and the judge, so the rule is written once.
 """
 

@@ -1,4 +1,6 @@
-"""Importing user code by dotted name, from the folder the user runs in as `adk eval` and `python -m` do."""
+"""Importing user code by dotted name, from the folder the user runs in as `adk eval` and `python -m` do.
+
+Internal: the public API is `agent_eval`'s; this module's names may change between releases."""
 
 from __future__ import annotations
 

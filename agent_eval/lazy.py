@@ -1,5 +1,7 @@
 """Lazy package exports: a package's public names are imported from their modules on first use.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 `import agent_eval` (and the CLI's `--help`) must not pay for Prefect, google-genai, nltk or scipy; a package
 `__init__` therefore lists where each public name lives and imports it when first read (PEP 562).
 """

@@ -1,5 +1,7 @@
 """The outage rule: an evaluation that could not reach its agent is not a result.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 A run is an outage (stored `errored`, exit code 4, never compared, never a baseline, alerted as "could not
 evaluate") when at least `OUTAGE_SHARE` of its case runs, and at least one, failed because the agent could
 not be reached: `error_kind == "transport"` (connection refused, DNS, TLS, HTTP client timeouts, 5xx and 429

@@ -1,5 +1,7 @@
 """What an evaluation is asked to do (`EvalRequest`, the flow's parameters) and the checked plan built from it.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 Everything that can be wrong with the input is found here, before any agent is invoked or anything is
 written: eval files, the config, metric names and thresholds, custom metric imports, the agent reference.
 """
@@ -178,26 +180,21 @@ class EvalPlan:
     """A checked evaluation: everything loaded and resolved, nothing run yet.
 
     Each eval set is scored with its own config (`groups`: one per distinct config, most runs have one).
-    `config`, `config_file` and `metrics` are the first eval set's; the run's regression settings come from
-    that config. An empty `groups` means `config` scores every eval set.
+    `config` and `metrics` are the first eval set's; the run's regression settings come from that config.
     """
 
     request: EvalRequest
     eval_sets: list[EvalSet]
     config: EvalConfig
-    config_file: str | None
     metrics: list[tuple[EvalMetric, MetricSpec]]
     agent: Agent
-    groups: tuple[ConfigGroup, ...] = ()
+    groups: tuple[ConfigGroup, ...]
     notes: tuple[str, ...] = ()
     """Lines the user must read about the input (recorded traces skipped, content not captured)."""
 
     def config_groups(self) -> tuple[ConfigGroup, ...]:
         """Each distinct config with the eval sets it scores (one group when there is one config)."""
-        if self.groups:
-            return self.groups
-        files = {eval_set.eval_set_id: self.config_file for eval_set in self.eval_sets}
-        return (ConfigGroup(self.config, files, self.metrics),)
+        return self.groups
 
     def limit_names(self, kind: Literal["invocations", "judge_calls"]) -> dict[str, LimitOrigin]:
         """The global limits every agent invocation (`invocations`: the request's `concurrency_limits` first) or
@@ -266,7 +263,6 @@ def prepare(request: EvalRequest) -> EvalPlan:
         request=request,
         eval_sets=eval_sets,
         config=first.config,
-        config_file=first.files[eval_sets[0].eval_set_id],
         metrics=first.metrics,
         agent=agent,
         groups=groups,

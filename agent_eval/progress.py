@@ -1,5 +1,7 @@
 """Live progress of an `agent-eval run` on stderr: a transient rich bar on a TTY, a plain status line elsewhere.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 The CLI installs one `Progress` (`install_progress`); the flow reports to whatever `current_progress()` returns,
 which is a silent no-op when nothing is installed (deployments, the Python API). Every method is cheap, thread-safe
 (Prefect runs case-run tasks in worker threads) and never raises: a broken stream must not fail an evaluation.

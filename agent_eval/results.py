@@ -1,5 +1,7 @@
 """The results model every stage shares: metric results, case results, the run summary, the run report.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 It imports no stage: metrics build its `MetricResult`s, aggregation its `RunReport`, the store saves it and the
 renderers (`agent_eval.render`) read it."""
 

@@ -1,6 +1,8 @@
 """Which config scored which eval set of a run, as the store keeps it (`runs.config`), and whether two runs
 measured an eval set alike.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 A run whose eval sets all used one config stores that config, as every release did. A run whose eval sets
 used different configs (each eval file scored with the `test_config.json` beside it) stores
 `{"per_eval_set": {eval_set_id: config}, "config_files": {eval_set_id: file or None}}`. Every reader goes

@@ -1,5 +1,7 @@
 """ADK-compatible evaluation models, the evaluation config, and agent-eval's own run records.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 Field names, defaults and enum values follow google-adk 2.x: every model accepts
 snake_case and camelCase keys and writes snake_case. Contents, function calls and function responses are
 `google.genai.types` objects, so files written by any ADK version (including the ones full of `null`s) load

@@ -1,5 +1,7 @@
 """Secrets are never stored nor printed: settings hold references, and whatever leaves the process is redacted.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 A secret-bearing setting (the config's `regression.alert_webhook`) holds a *reference* to where the secret lives:
 
 - `env:NAME` or `${NAME}`: the environment variable `NAME`, read when the secret is used;

@@ -1,5 +1,7 @@
 """The Prefect server an evaluation reports to, started at most once per machine.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 Which server a run uses (`server_mode`):
 
 - `PREFECT_API_URL` set (in the environment, the active Prefect profile, or Prefect's current settings): that

@@ -1,5 +1,7 @@
 """Where agent-eval keeps its files (`$AGENT_EVAL_HOME`, default `~/.agent_eval`) and its run defaults; imports
-nothing heavy (the CLI reads it before parsing arguments)."""
+nothing heavy (the CLI reads it before parsing arguments).
+
+Internal: the public API is `agent_eval`'s; this module's names may change between releases."""
 
 from __future__ import annotations
 

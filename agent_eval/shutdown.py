@@ -1,5 +1,7 @@
 """Ending the `agent-eval` process on SIGINT / SIGTERM within seconds, leaving nothing behind.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 On the first signal: the runs this process is evaluating end `cancelled` in the store (and their Prefect flow
 runs, on a Prefect server that outlives us), every child process (Prefect's temporary server, an agent's
 subprocesses) is stopped, one line says what happened, and the process exits with `EXIT_INTERRUPTED`. Each step

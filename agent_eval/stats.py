@@ -1,5 +1,7 @@
 """Statistics for comparing runs: per-case samples, the paired bootstrap interval of a mean difference, pass@k.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 Plain functions, vectorised with numpy where it matters. The rules they follow:
 
 - `runs_by_case` groups a report's case results by `(eval_set_id, eval_id)`; `case_scores` gives each case's

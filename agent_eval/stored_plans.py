@@ -1,5 +1,7 @@
 """Plans built from a stored run: re-run its cases (all, or only the failed ones) with the same agent and
-config, or re-score its recorded invocations with a new config without invoking the agent."""
+config, or re-score its recorded invocations with a new config without invoking the agent.
+
+Internal: the public API is `agent_eval`'s; this module's names may change between releases."""
 
 from __future__ import annotations
 
@@ -148,7 +150,6 @@ def _plan(request: EvalRequest, eval_sets: list[EvalSet], groups: tuple[ConfigGr
         request=request,
         eval_sets=eval_sets,
         config=first.config,
-        config_file=None,
         metrics=first.metrics,
         agent=agent,
         groups=groups,

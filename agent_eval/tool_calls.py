@@ -1,5 +1,7 @@
 """Tool calls as plain values, shared by the metrics that score them and the renderers that show them.
 
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
 A call is `(name, args)`; `align` is the multiset alignment behind Vertex AI's trajectory metrics and the HTML
 report's call-by-call diff; `format_call` writes a call as `name(key=value, ...)`.
 """

@@ -21,10 +21,18 @@ from agent_eval.store import (
     mark_run_crashed,
     record_case_run,
     record_regression,
-    save_report,
     start_run,
 )
-from tests.store.builders import AGENT, START, case_runs, eval_set, make_report, metric_results, run_start
+from tests.store.builders import (
+    AGENT,
+    START,
+    case_runs,
+    eval_set,
+    make_report,
+    metric_results,
+    run_start,
+    save_report,
+)
 from tests.store.conftest import postgres_url  # noqa: F401  (fixture)
 
 OLD_SCORES = {"m": {"a": 0.9, "b": 0.2, "c": 0.6}, "n": {"a": 1.0, "b": 1.0, "c": 1.0}}

@@ -1,8 +1,9 @@
-"""The public API: one import path (`from agent_eval import ...`) for what the README teaches, and the README,
-docs, examples and deployment scripts import nothing but public names."""
+"""The public API: one import path (`from agent_eval import ...`) for what the README teaches, the README,
+docs, examples and deployment scripts import nothing but public names, and every internal module says so."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -15,15 +16,19 @@ PUBLIC_MODULES = {
     f"agent_eval{suffix}" for suffix in ("", ".io", ".agents", ".metrics", ".render", ".compare", ".store")
 }
 """The package and the faces of its stage subpackages (for extension work); every other module is internal."""
+PUBLIC_FACES = {"__init__.py", "api.py", "testing.py"}
+"""The top-level modules of `agent_eval` not marked internal: the package and the homes of its API."""
 TAUGHT = {
     "evaluate", "aevaluate", "rerun", "arerun", "rescore", "arescore",
     "load_eval_set", "load_eval_sets", "load_eval_config",
     "RunReport", "CaseResult", "MetricResult", "EvalConfig", "EvalSet", "EvaluationResult", "PerInvocationResult",
     "metrics_table", "summary_metrics", "report_json", "format_summary", "write_outputs", "write_html", "write_junit",
     "metric", "invocation_metric", "CustomMetric", "register_custom_metric", "REGISTRY",
-    "history", "show", "assert_eval_passes", "Agent", "AgentSession", "AgentTurn", "ToolCallRecord",
+    "history", "show", "assert_eval_passes", "Agent", "AgentSession", "AgentTurn", "ToolCallRecord", "GenaiAgent",
 }  # fmt: skip
-IMPORT = re.compile(r"^\s*(?:from\s+(agent_eval[\w.]*)\s+import|import\s+(agent_eval[\w.]*))", re.M)
+IMPORT = re.compile(
+    r"^\s*(?:from\s+(agent_eval[\w.]*)\s+import\s+(\([^)]*\)|[^\n]*)|import\s+(agent_eval[\w.]*))", re.M
+)
 
 
 def test_everything_the_readme_teaches_comes_from_the_package() -> None:
@@ -42,16 +47,53 @@ def test_every_public_name_resolves_in_a_fresh_process() -> None:
     assert int(done.stdout) == len(agent_eval.__all__)
 
 
-def _imports_in(path: Path) -> list[str]:
+def _imports_in(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of each `agent_eval` import of a Python file, or of a page's Python blocks and inline code;
+    the name is "" for `import agent_eval...`."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".md":
-        text = "\n".join(re.findall(r"```python\n(.*?)```", text, re.S))
-    return [m.group(1) or m.group(2) for m in IMPORT.finditer(text)]
+        text = "\n".join(re.findall(r"```python\n(.*?)```", text, re.S) + re.findall(r"`([^`\n]+)`", text))
+    imports: list[tuple[str, str]] = []
+    for match in IMPORT.finditer(text):
+        if match.group(3):
+            imports.append((match.group(3), ""))
+        else:
+            names = re.findall(r"(\w+)(?:\s+as\s+\w+)?", re.sub(r"#.*", "", match.group(2)))
+            imports += [(match.group(1), name) for name in names]
+    return imports
 
 
-def test_readme_docs_examples_and_deployments_import_only_public_modules() -> None:
-    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "deployments").glob("*.md"))]
-    files += sorted((REPO / "examples").rglob("*.py")) + sorted((REPO / "deployments").rglob("*.py"))
-    imported = {(path.relative_to(REPO).as_posix(), module) for path in files for module in _imports_in(path)}
-    assert ("examples/home_automation/agent.py", "agent_eval") in imported  # the scan sees real imports
-    assert sorted((path, module) for path, module in imported if module not in PUBLIC_MODULES) == []
+def _imports(files: list[Path]) -> set[tuple[str, str, str]]:
+    return {(path.relative_to(REPO).as_posix(), *found) for path in files for found in _imports_in(path)}
+
+
+def test_readme_docs_and_examples_import_only_names_the_package_exports() -> None:
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "examples").rglob("*.py"))]
+    imported = _imports(files)
+    assert ("examples/home_automation/agent.py", "agent_eval", "AgentTurn") in imported  # the scan sees real imports
+    assert ("README.md", "agent_eval", "GenaiAgent") in imported  # and inline code
+    public = {("agent_eval", ""), *(("agent_eval", name) for name in agent_eval.__all__)}
+    assert sorted(found for found in imported if found[1:] not in public) == []
+
+
+def test_deployments_import_only_public_modules() -> None:
+    """Deployment scripts are extension work: they may also import a stage subpackage's `__all__`."""
+    files = sorted((REPO / "deployments").glob("*.md")) + sorted((REPO / "deployments").rglob("*.py"))
+    imported = _imports(files)
+    assert ("deployments/setup_alerts.py", "agent_eval.compare", "setup_alerts") in imported
+    assert sorted(found for found in imported if found[1] not in PUBLIC_MODULES) == []
+
+
+def test_every_subpackage_and_internal_module_says_it_is_internal() -> None:
+    """The docstring of every subpackage (covering the modules inside it) and of every top-level module but the
+    public faces says `Internal`."""
+    package = REPO / "agent_eval"
+    marked = [path for path in package.glob("*.py") if path.name not in PUBLIC_FACES]
+    marked += [path for path in package.rglob("__init__.py") if path.parent != package]
+    assert len(marked) > 30  # the scan sees the package
+    unmarked = {
+        path.relative_to(package).as_posix()
+        for path in marked
+        if "Internal" not in (ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
+    }
+    assert sorted(unmarked) == []

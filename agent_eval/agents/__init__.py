@@ -1,5 +1,8 @@
 """Agents under test: one protocol, adapters selected by a reference string.
 
+Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
+(a new agent adapter) and may change between releases.
+
 Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
 
 from __future__ import annotations

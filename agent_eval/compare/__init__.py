@@ -1,6 +1,9 @@
 """Compare: a run against its baseline (paired bootstrap, regression verdict), the alerts a regression or an
 outage sends, and the run-history queries (`history`, `show`, `compare`) over the store.
 
+Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
+(alert setup, other comparisons) and may change between releases.
+
 Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
 
 from __future__ import annotations

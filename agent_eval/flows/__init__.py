@@ -1,5 +1,9 @@
 """Prefect flows: `agent-eval` (evaluate), `agent-eval-rerun`, `agent-eval-rescore`, `agent-eval-traces`
-(recorded traffic since the last run, on a schedule)."""
+(recorded traffic since the last run, on a schedule).
+
+Internal: the public API is `agent_eval`'s (deployments name these flows by entrypoint); this package's names may
+change between releases.
+"""
 
 from agent_eval.flows.evaluate import agent_eval_flow, run_plan
 from agent_eval.flows.stored import rerun_flow, rescore_flow

@@ -1,5 +1,8 @@
 """Loading eval sets and eval configs, with errors that name the file, the case and the field.
 
+Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
+(a new input format) and may change between releases.
+
 Formats are detected from content (`format="auto"`), or forced with `format="adk"` (ADK / ADK-Rust EvalSet
 JSON and ADK's legacy lists) or `format="vertex"` (Vertex AI style datasets). Paths are files, folders
 (recursive, sorted), globs, or `FILE:case_id1,case_id2` selections as in `adk eval`.

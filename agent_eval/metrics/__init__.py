@@ -1,6 +1,9 @@
 """Score: one registry for built-in and custom metrics, all called with ADK's metric signature; a built-in is one
 function of a `MetricContext` plus its `@metric` line (`registry`), in a family module (`trajectory/`, `judged/`,
-`response`, `similarity`, `efficiency`, `custom`)."""
+`response`, `similarity`, `efficiency`, `custom`).
+
+Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
+(a new metric family) and may change between releases."""
 
 # Importing the metric modules registers the built-ins.
 import agent_eval.metrics.custom

@@ -194,7 +194,7 @@ def response_similarity(ctx: MetricContext[SimilarityOptions]) -> EvaluationResu
         EvalInputError: an unknown `algorithm`, or a `normalize` / `ignore_case` / `ignore_punctuation` that is
             not a boolean.
     """
-    options = SimilarityOptions.of(ctx.eval_metric)
+    options = ctx.options
     threshold = ctx.threshold
     results = []
     for actual, expected in ctx.expected_pairs():

@@ -1,6 +1,9 @@
 """Render: a run report as the console summary, JSON, HTML, JUnit XML, Vertex AI tables, and ADK and ADK-Rust
 result files. Renderers read `agent_eval.results` and never a metric's internals.
 
+Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
+(a new renderer) and may change between releases.
+
 Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from typing import Any
 from agent_eval.render.tables import turn_texts
 from agent_eval.results import CaseResult, MetricResult, RunReport
 from agent_eval.schema import Invocation, content_text, tool_calls_of
+from agent_eval.tool_calls import format_call
 
 __all__ = ["EXECUTION_CRITERION", "is_trajectory_criterion", "rust_report"]
 
@@ -43,9 +44,6 @@ def is_trajectory_criterion(name: str) -> bool:
 
 
 def _calls(invocations: list[Invocation]) -> list[str]:
-    # Imported here: `agent_eval.metrics` imports the report models, a top-level import would be circular.
-    from agent_eval.tool_calls import format_call
-
     return [format_call(call) for invocation in invocations for call in tool_calls_of(invocation)]
 
 

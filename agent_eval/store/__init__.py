@@ -1,6 +1,9 @@
 """The store: SQLModel tables for eval set versions, runs, case and metric results; SQLite by default,
 PostgreSQL by URL; Alembic migrations applied on first use of an engine.
 
+Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
+(queries over the run history) and may change between releases.
+
 Names are imported on first use (`agent_eval.lazy`), so importing the package is cheap."""
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ if TYPE_CHECKING:
         mark_stale_runs,
         record_case_run,
         record_regression,
-        save_report,
         start_run,
         this_host,
     )
@@ -95,7 +97,6 @@ _EXPORTS = {
         "mark_stale_runs",
         "record_case_run",
         "record_regression",
-        "save_report",
         "start_run",
         "this_host",
     ),
@@ -138,7 +139,6 @@ __all__ = [
     "normalize_url",
     "record_case_run",
     "record_regression",
-    "save_report",
     "shown_url",
     "start_run",
     "stored_eval_sets",

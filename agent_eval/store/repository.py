@@ -1,4 +1,4 @@
-"""Writing runs to the store: incrementally as the flow goes, or a whole report in one transaction.
+"""Writing runs to the store, incrementally as the flow goes.
 
 The life of a run row (see `agent_eval.flows.evaluate`):
 
@@ -53,7 +53,6 @@ __all__ = [
     "mark_stale_runs",
     "record_case_run",
     "record_regression",
-    "save_report",
     "start_run",
     "this_host",
 ]
@@ -110,24 +109,6 @@ def complete_run(report: RunReport, engine: Engine | None = None) -> str:
             run.sqlmodel_update(_completion(report))
         session.flush()
         session.execute(delete(MetricRecord).where(col(MetricRecord.run_id) == report.run_id))
-        _write_cases(session, report)
-    return report.run_id
-
-
-def save_report(
-    report: RunReport,
-    engine: Engine | None = None,
-    *,
-    eval_sets: Sequence[EvalSet] = (),
-    tags: Sequence[str] = (),
-) -> str:
-    """Persist a finished run with all its case and metric results in one transaction; returns the run id.
-
-    Raises:
-        sqlalchemy.exc.IntegrityError: a run with this id exists (nothing is written).
-    """
-    with Session(engine or get_engine()) as session, session.begin():
-        _add_run(session, _run_row(report, tags), eval_sets)
         _write_cases(session, report)
     return report.run_id
 
@@ -315,7 +296,7 @@ def _completion(report: RunReport) -> dict[str, Any]:
     }
 
 
-def _run_row(report: RunReport, tags: Sequence[str] = ()) -> Run:
+def _run_row(report: RunReport) -> Run:
     return Run(
         id=report.run_id,
         flow_run_id=report.flow_run_id,
@@ -326,7 +307,6 @@ def _run_row(report: RunReport, tags: Sequence[str] = ()) -> Run:
         eval_set_ids=report.eval_set_ids,
         num_runs=report.num_runs,
         started_at=report.started_at,
-        tags=list(tags),
         **_completion(report),
     )
 

@@ -1,5 +1,8 @@
 """Thin Prefect tasks over the plain functions: start a run, invoke one case run, score one criterion, complete
-a run in the store."""
+a run in the store.
+
+Internal: the public API is `agent_eval`'s; this package's names may change between releases.
+"""
 
 from __future__ import annotations
 

@@ -18,11 +18,7 @@ from agent_eval.metrics.similarity import (
     similarity,
     similarity_tokens,
 )
-from agent_eval.metrics.trajectory.rust import (
-    args_match,
-    tool_trajectory_score,
-    trajectory_score,
-)
+from agent_eval.metrics.trajectory.rust import args_match, tool_trajectory_score
 from agent_eval.schema import EvalConfig, EvalMetric, EvalStatus, IntermediateData, Invocation
 
 A = FunctionCall(name="a")
@@ -52,6 +48,14 @@ TRAJECTORIES: list[tuple[str, list[FunctionCall], list[FunctionCall], float, flo
     ("actual duplicate", [A], [A, A], 1 / 2, 1 / 2),
     ("nothing in common", [A, B], [C], 0.0, 0.0),
 ]
+
+
+def trajectory_score(expected: list[FunctionCall], actual: list[FunctionCall], **options: bool) -> float:
+    """The metric's score of one turn with these calls."""
+    metric = eval_metric("tool_trajectory_score", **options)
+    score = tool_trajectory_score(metric, [invocation(actual)], [invocation(expected)], None).overall_score
+    assert score is not None
+    return score
 
 
 @pytest.mark.parametrize("row", TRAJECTORIES, ids=[row[0] for row in TRAJECTORIES])

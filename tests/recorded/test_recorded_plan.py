@@ -109,7 +109,7 @@ def test_prepare_recorded_sessions_without_config(tmp_path: Path) -> None:
 
     assert plan.agent.reference == "replay"
     assert [metric.metric_name for metric, _ in plan.metrics] == EFFICIENCY
-    assert plan.config_file is None
+    assert [group.files for group in plan.config_groups()] == [{"session": None}]
     assert plan.notes == ("recorded input: 1 turn(s) in 1 session(s), 0 skipped",)
     (eval_set,) = plan.eval_sets
     assert eval_set.eval_set_id == "session"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.engine import Engine
 
 from agent_eval.aggregate import build_report
 from agent_eval.results import InvocationScore, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus, Invocation, TokenUsage
-from agent_eval.store import RunCreate
+from agent_eval.store import RunCreate, complete_run, start_run
 
 START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 THRESHOLD = 0.5
@@ -130,3 +133,20 @@ def run_start(report: RunReport, tags: list[str] | None = None) -> RunCreate:
         updated_at=report.started_at,
         tags=tags or [],
     )
+
+
+def save_report(
+    report: RunReport,
+    engine: Engine | None = None,
+    *,
+    eval_sets: Sequence[EvalSet] = (),
+    tags: Sequence[str] = (),
+) -> str:
+    """Store a finished run as the flow does, `start_run` then `complete_run` (no git commit); returns the run id.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: a run with this id exists (nothing is written).
+    """
+    start = run_start(report, list(tags)).model_copy(update={"git_commit": None, "flow_run_id": report.flow_run_id})
+    start_run(start, eval_sets, engine)
+    return complete_run(report, engine)

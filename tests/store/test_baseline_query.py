@@ -14,9 +14,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from agent_eval.schema import EvalConfig, EvalSet
-from agent_eval.store import Run, RunStatus, get_engine, save_report
+from agent_eval.store import Run, RunStatus, get_engine
 from agent_eval.store.queries import BaselineChoice, choose_baseline, find_baseline
-from tests.store.builders import START, eval_set, make_report
+from tests.store.builders import START, eval_set, make_report, save_report
 from tests.store.conftest import postgres_url  # noqa: F401  (fixture)
 
 SCORES = {"response_match_score": {"a": 1.0, "b": 0.9, "c": 0.2}}

@@ -17,11 +17,11 @@ from sqlmodel import SQLModel
 
 import agent_eval
 from agent_eval.compare.run_history import history
-from agent_eval.store import get_engine, get_run, load_report, save_report
+from agent_eval.store import get_engine, get_run, load_report
 from agent_eval.store.engine import new_engine, normalize_url
 from agent_eval.store.migrate import MIGRATIONS_DIR, alembic_config, head_revision, upgrade
 from tests.conftest import REPO_ROOT
-from tests.store.builders import eval_set, make_report
+from tests.store.builders import eval_set, make_report, save_report
 from tests.store.legacy_schema import create_first_release_store
 
 NEW_TABLES = {"eval_set_versions", "run_eval_sets"}

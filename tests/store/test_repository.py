@@ -10,8 +10,9 @@ from sqlmodel import Session, col, select
 from agent_eval.aggregate import build_report
 from agent_eval.results import InvocationScore, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, Invocation, TokenUsage
-from agent_eval.store import CaseRecord, MetricRecord, Run, get_engine, list_runs, load_case_records, save_report
+from agent_eval.store import CaseRecord, MetricRecord, Run, get_engine, list_runs, load_case_records
 from agent_eval.store.engine import normalize_url
+from tests.store.builders import save_report
 
 
 def _invocation(text: str) -> Invocation:

@@ -20,10 +20,9 @@ from agent_eval.store import (
     load_report,
     mark_run_crashed,
     record_case_run,
-    save_report,
     start_run,
 )
-from tests.store.builders import START, eval_set, make_report, run_start
+from tests.store.builders import START, eval_set, make_report, run_start, save_report
 
 
 def _write(engine: Engine, report: RunReport, eval_sets: list[EvalSet], *, reverse: bool = False) -> None:

@@ -1,6 +1,8 @@
 """Recorded traffic as eval input: OpenTelemetry traces (OTLP JSON lines or protobuf) and ADK sessions (their
 API's JSON, or a `DatabaseSessionService` database), read as turns and joined into one case per session.
 
+Internal: the public API is `agent_eval`'s; this package's names may change between releases.
+
 `load_recorded` is the load stage's entry point: it returns the eval set and what the user must be told (traces
 skipped and why, content not captured).
 """

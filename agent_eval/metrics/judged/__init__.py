@@ -1,5 +1,7 @@
 """The LLM-judged metric family and its judge.
 
+Internal: the public API is `agent_eval`'s; this package's names may change between releases.
+
 The judge: interface (`base`), client and backends (`client`, `backends`, `openai_backend`: Gemini API, Vertex
 AI, OpenAI-compatible), credentials, retry policy and counters (`policy`), cache. The metrics: ADK's (`adk`,
 `rubrics`, `user_simulator`, scored by google-adk's own evaluators in `adk_exact` by default, see `mode`) and

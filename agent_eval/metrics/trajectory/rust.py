@@ -32,7 +32,6 @@ __all__ = [
     "TRAJECTORY_OPTION_KEYS",
     "args_match",
     "tool_trajectory_score",
-    "trajectory_score",
 ]
 
 Call = genai_types.FunctionCall
@@ -74,22 +73,15 @@ def _unordered_pairs(expected: Sequence[Call], actual: Sequence[Call], strict_ar
     return pairs
 
 
-def _pairs(expected: Sequence[Call], actual: Sequence[Call], strict_order: bool, strict_args: bool) -> Pairs:
+def _trajectory_score(
+    expected: Sequence[Call], actual: Sequence[Call], strict_order: bool, strict_args: bool
+) -> tuple[float, Pairs]:
+    """ADK-Rust's trajectory score with partial credit (see the module docstring), and the matched pairs."""
     align = _ordered_pairs if strict_order else _unordered_pairs
-    return align(expected, actual, strict_args)
-
-
-def _partial_credit(matched: int, expected: Sequence[Call], actual: Sequence[Call]) -> float:
+    pairs = align(expected, actual, strict_args)
     if not expected or not actual:
-        return float(not expected and not actual)
-    return matched / max(len(expected), len(actual))
-
-
-def trajectory_score(
-    expected: Sequence[Call], actual: Sequence[Call], *, strict_order: bool = True, strict_args: bool = False
-) -> float:
-    """ADK-Rust's trajectory score with partial credit (see the module docstring)."""
-    return _partial_credit(len(_pairs(expected, actual, strict_order, strict_args)), expected, actual)
+        return float(not expected and not actual), pairs
+    return len(pairs) / max(len(expected), len(actual)), pairs
 
 
 def _trajectory_detail(expected: Sequence[Call], actual: Sequence[Call], pairs: Pairs) -> dict[str, list[str]]:
@@ -132,13 +124,12 @@ def tool_trajectory_score(ctx: MetricContext[tuple[bool, bool]]) -> EvaluationRe
     Raises:
         EvalInputError: `strict_order` or `strict_args` is not a boolean.
     """
-    strict_order, strict_args = _trajectory_flags(ctx.eval_metric)
+    strict_order, strict_args = ctx.options
     threshold = ctx.threshold
     results, details = [], []
     for actual, expected in ctx.expected_pairs():
         actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
-        pairs = _pairs(expected_calls, actual_calls, strict_order, strict_args)
-        score = _partial_credit(len(pairs), expected_calls, actual_calls)
+        score, pairs = _trajectory_score(expected_calls, actual_calls, strict_order, strict_args)
         detail = _trajectory_detail(expected_calls, actual_calls, pairs)
         explanation = _trajectory_explanation(detail, expected_calls, actual_calls)
         results.append(

@@ -1,5 +1,7 @@
 """Alembic migrations of the store, shipped inside the package and applied by `agent_eval.store.migrate`.
 
+Internal: the public API is `agent_eval`'s; this package's names may change between releases.
+
 Every engine upgrades its database to the newest revision on first use (`get_engine`). To add a revision
 after changing `agent_eval/store/models.py`, autogenerate it against a database at the current head::
 
