@@ -92,14 +92,29 @@ def criterion_keys(config: Mapping[str, Any]) -> dict[str, str]:
     return keys
 
 
-def describe_configs(config: Mapping[str, Any], eval_set_ids: Sequence[str]) -> list[str]:
-    """One line per eval set naming its config file (or "inline / default config") and its criteria, when the
-    run's eval sets used different configs; nothing when they shared one."""
+def describe_configs(config: Mapping[str, Any], eval_set_ids: Sequence[str]) -> str:
+    """Which config scored which eval set of a run with this `runs.config`, on one line.
+
+    Eval sets scored with different configs: each with its config's file, e.g. `set20 ← mt/test_config.json;
+    set40 ← ADK defaults`. One config for all: `all eval sets ← ADK defaults` or `all eval sets ← one config
+    (its criteria)`, since such a run stores no file name.
+    """
     if not isinstance(config.get(PER_EVAL_SET), Mapping):
-        return []
+        return f"all eval sets ← {_config_source(config, None, 'one config')}"
     files = config.get(CONFIG_FILES) or {}
-    lines = []
-    for eval_set_id, one in configs_by_eval_set(config, eval_set_ids).items():
-        criteria = ", ".join(sorted(one.get("criteria") or {})) or "ADK's default criteria"
-        lines.append(f"  {eval_set_id}: {files.get(eval_set_id) or 'inline or default config'} ({criteria})")
-    return lines
+    return "; ".join(
+        f"{eval_set_id} ← {_config_source(one, files.get(eval_set_id), 'inline config')}"
+        for eval_set_id, one in configs_by_eval_set(config, eval_set_ids).items()
+    )
+
+
+def _config_source(config: Mapping[str, Any], file: str | None, unnamed: str) -> str:
+    """The config's file, else `ADK defaults` for ADK's default criteria alone, else `unnamed (its criteria)`."""
+    if file:
+        return str(file)
+    defaults = EvalConfig().model_dump(mode="json", exclude_none=True)["criteria"]
+    criteria = config.get("criteria", defaults)
+    if set(config) <= {"criteria"} and criteria == defaults:
+        return "ADK defaults"
+    names = ", ".join(sorted(criteria)) if isinstance(criteria, Mapping) else ""
+    return f"{unnamed} ({names or 'no criteria'})"

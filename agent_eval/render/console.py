@@ -3,7 +3,8 @@
 `format_summary` prints, in order: the run and agent, the totals (`Pass rate` is over the evaluated case runs,
 the not-evaluated ones counted next to it), notes on the input (recorded traffic: turns read, traces skipped,
 content not captured), pass@k and the flaky cases when cases ran more than once, agent failures, the
-invocations reused from earlier evaluations, what the LLM judges did (when they were asked), the average scores,
+invocations reused from earlier evaluations, what the LLM judges did (when they were asked), which mode judged
+each of ADK's judged metrics (when one ran), which config scored which eval set, the average scores,
 each failed case run (a recorded one with where it was recorded) with the criteria that failed, each case run
 that was not evaluated with the criteria that could not score it and why, and the regression check against the
 baseline (`render.verdict`).
@@ -16,17 +17,25 @@ from typing import Any
 
 from agent_eval.render.verdict import regression_lines
 from agent_eval.results import CacheSource, CaseResult, MetricResult, RunReport
+from agent_eval.run_configs import describe_configs
 from agent_eval.schema import EvalStatus
 
-__all__ = ["cache_line", "format_summary", "judge_line", "summary_table_rows", "unscored_criteria_lines"]
+__all__ = [
+    "cache_line",
+    "describe_judge_modes",
+    "format_summary",
+    "judge_line",
+    "summary_table_rows",
+    "unscored_criteria_lines",
+]
 
 _MAX_EXPLANATION = 300
 _MAX_LISTED = 10
 
 
 def format_summary(report: RunReport) -> str:
-    """Totals, pass rate, pass@k, reused invocations, average scores, each failed and not-evaluated case with its
-    criteria, and the regression check (module docstring)."""
+    """Totals, pass rate, pass@k, reused invocations, judge modes, configs, average scores, each failed and
+    not-evaluated case with its criteria, and the regression check (module docstring)."""
     s = report.summary
     lines = [
         f"agent-eval run {report.run_id}  eval sets: {', '.join(report.eval_set_ids)}",
@@ -43,6 +52,10 @@ def format_summary(report: RunReport) -> str:
         lines.append(cache_line(s.cached_case_runs, s.total, s.cache_sources))
     if s.judge.get("calls") or s.judge.get("cache_hits"):
         lines.append(judge_line(s.judge))
+    modes = describe_judge_modes(report)
+    if modes:
+        lines.append(f"Judge mode: {modes}")
+    lines.append(f"Config: {describe_configs(report.config, report.eval_set_ids)}")
     lines.extend(_average_lines(report))
     failed = report.failures()
     if failed:
@@ -98,6 +111,20 @@ def judge_line(counts: dict[str, int]) -> str:
         f"judge: {_count(calls, 'call')}, {_count(cached, 'answer')} from cache, "
         f"{retries} {'retry' if retries == 1 else 'retries'}, {_count(unusable, 'unusable sample')}"
     )
+
+
+def describe_judge_modes(report: RunReport) -> str:
+    """Which mode scored each judged metric, in order of first appearance (`details["judge_mode"]`: `adk-exact`,
+    ADK's own evaluators, or `agent-eval`, agent-eval's prompts and votes), e.g. `final_response_match_v2
+    adk-exact; safety_v1 agent-eval` (a metric scored in both, by eval sets of different configs:
+    `adk-exact/agent-eval`); "" when no judged metric ran."""
+    modes: dict[str, list[str]] = {}
+    for case in report.cases:
+        for result in case.metrics:
+            mode = result.details.get("judge_mode")
+            if isinstance(mode, str) and mode not in modes.setdefault(result.metric_name, []):
+                modes[result.metric_name].append(mode)
+    return "; ".join(f"{name} {'/'.join(found)}" for name, found in modes.items() if found)
 
 
 def _count(number: int, noun: str) -> str:

@@ -1,13 +1,15 @@
 """The run report as one self-contained HTML page: inline CSS and SVG, no JavaScript, no network.
 
-Sections: the run summary (with pass@k and flaky cases when cases ran more than once, and the invocations reused
-from earlier evaluations), the regression check against the baseline (`render.html_sections`), the pass rate of
+Sections: the run summary (with pass@k and flaky cases when cases ran more than once, the invocations reused
+from earlier evaluations, which config scored which eval set and which mode judged each of ADK's judged
+metrics), the regression check against the baseline (`render.html_sections`), the pass rate of
 each metric (bars), the history of the same eval set(s) (a trend of each metric's mean across runs), and every
 case run as a collapsible block (failures and case runs not evaluated open; a "not evaluated" badge, each
 criterion that could not score it with the reason; a "cached" badge on a reused invocation) with, per turn, the
 user's message, the expected and actual trajectories side by side (calls marked matched / missing / extra by
 the multiset alignment of `agent_eval.tool_calls.align`), the expected and actual responses, and every metric's score,
-threshold, status and explanation. All text from agents, users, eval files and metrics is HTML-escaped.
+threshold, status and explanation (and its judge mode, for a judged metric). All text from agents, users, eval
+files and metrics is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from google.genai import types as genai_types
 
+from agent_eval.render.console import describe_judge_modes
 from agent_eval.render.html_charts import HistoryPoint, bar_chart, history_chart, merge_history, metric_tallies
 from agent_eval.render.html_sections import (
     cache_note,
@@ -30,6 +33,7 @@ from agent_eval.render.html_sections import (
     unscored_chips,
 )
 from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.run_configs import describe_configs
 from agent_eval.schema import EvalStatus, Invocation, content_text, tool_calls_of
 from agent_eval.tool_calls import Call, align, format_call
 
@@ -169,10 +173,14 @@ def _meta(report: RunReport) -> str:
         ("agent fingerprint", report.agent_fingerprint),
         ("eval sets", ", ".join(report.eval_set_ids)),
         ("runs per case", str(report.num_runs)),
+        ("config", describe_configs(report.config, report.eval_set_ids)),
         ("config hash", report.config_hash),
         ("started", _when(report.started_at)),
         ("completed", f"{_when(report.completed_at)} ({seconds:.1f} s)"),
     ]
+    modes = describe_judge_modes(report)
+    if modes:
+        rows.append(("judge mode", modes))
     if report.flow_run_id:
         rows.append(("flow run", report.flow_run_id))
     items = "".join(f"<dt>{name}</dt><dd>{_e(value)}</dd>" for name, value in rows)
@@ -299,8 +307,10 @@ def _metric_row(result: MetricResult) -> str:
     if result.details:
         dumped = _e(json.dumps(result.details, indent=2, default=str, ensure_ascii=False))
         details = f'<details><summary class="muted">details</summary><pre>{dumped}</pre></details>'
+    mode = result.details.get("judge_mode")
+    judged = f'<br><span class="muted">judge mode: {_e(mode)}</span>' if isinstance(mode, str) else ""
     return (
-        f"<tr><td class='mono'>{_e(result.metric_name)}</td><td class='num'>{_score(result.score)}</td>"
+        f"<tr><td class='mono'>{_e(result.metric_name)}{judged}</td><td class='num'>{_score(result.score)}</td>"
         f"<td class='num'>{_score(result.threshold, 'g')}</td><td>{_badge(result.status)}</td>"
         f"<td><pre>{_e(why)}</pre>{details}</td></tr>"
     )

@@ -11,6 +11,7 @@ import pytest
 
 from agent_eval import evaluate, rerun, rescore
 from agent_eval.plan import EvalRequest, prepare
+from agent_eval.render import format_summary
 from agent_eval.results import RunReport
 from agent_eval.store import get_engine, get_run
 from tests.flows.helpers import write_echo_set
@@ -38,6 +39,20 @@ def _by_folder(report: RunReport) -> dict[str, list[str]]:
     for case in report.cases:
         scored.setdefault(case.eval_id[0], set()).update(m.metric_name for m in case.metrics)
     return {folder: sorted(names) for folder, names in sorted(scored.items())}
+
+
+def _config_line(report: RunReport) -> str:
+    """The summary's line saying which config scored which eval set."""
+    return next(line for line in format_summary(report).splitlines() if line.startswith("Config: "))
+
+
+def _scored_by(*folders: Path) -> str:
+    """The config line of a run of these folders' eval sets, in this order, each scored with its own config."""
+    each = [
+        f"{next(f.glob('*.evalset.json')).name.removesuffix('.evalset.json')} ← {f / 'test_config.json'}"
+        for f in folders
+    ]
+    return "Config: " + "; ".join(each)
 
 
 def test_the_plan_gives_each_eval_set_the_config_beside_it(folders: tuple[Path, Path]) -> None:
@@ -98,6 +113,9 @@ def test_each_folder_is_scored_with_its_own_config_in_any_order_unless_config_is
     assert first.summary.passed == first.summary.total == 4
     stored = get_run(first.run_id, get_engine(sqlite_url)).config
     assert sorted(stored["config_files"].values()) == [str(a / "test_config.json"), str(b / "test_config.json")]
+    assert _config_line(first) == _config_line(rescored) == _scored_by(a, b)
+    assert _config_line(swapped) == _scored_by(b, a)
+    assert _config_line(both) == "Config: all eval sets ← one config (response_match_score, tool_trajectory_avg_score)"
     # the same configs per eval set, in another order: comparable; one config for both: not
     assert swapped.regression is not None and swapped.regression["baseline_run_id"] == first.run_id
     assert both.regression is not None and both.regression["baseline_run_id"] is None

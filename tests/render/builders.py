@@ -207,3 +207,35 @@ def run_report(runs: list[AgentRun], results: list[MetricResult], num_runs: int 
         started_at=STARTED,
         completed_at=COMPLETED,
     )
+
+
+# ------------------------------------------------------------------------- configs and judge modes (issue 18)
+ADK_DEFAULTS = EvalConfig().model_dump(mode="json", exclude_none=True)
+PER_EVAL_SET_CONFIG: dict[str, Any] = {
+    "per_eval_set": {
+        "set20": {"criteria": {RESPONSE: {"threshold": 0.5}}},
+        "set40": ADK_DEFAULTS,
+        "set50": {"criteria": {"final_response_match_v2": {"threshold": 0.5}}},
+    },
+    "config_files": {"set20": "mt/test_config.json", "set40": None, "set50": None},
+}
+"""`runs.config` of a run whose eval sets used different configs: a file's, ADK's defaults, one given inline."""
+
+
+def judged(name: str, mode: str, *, eval_id: str = "a") -> MetricResult:
+    """A passed result of a judged metric scored in judge mode `mode` (`details["judge_mode"]`)."""
+    return result(name, EvalStatus.PASSED, eval_id=eval_id).model_copy(update={"details": {"judge_mode": mode}})
+
+
+def judged_report(mode_of_b: str = "adk-exact") -> RunReport:
+    """Case runs `a` and `b`: `final_response_match_v2` ADK-exact (on `b` in `mode_of_b`), `safety_v1`
+    agent-eval's, and `m`, not judged."""
+    results = [
+        result("m", EvalStatus.PASSED, eval_id="a"),
+        judged("final_response_match_v2", "adk-exact", eval_id="a"),
+        judged("safety_v1", "agent-eval", eval_id="a"),
+        result("m", EvalStatus.PASSED, eval_id="b"),
+        judged("final_response_match_v2", mode_of_b, eval_id="b"),
+        judged("safety_v1", "agent-eval", eval_id="b"),
+    ]
+    return run_report([agent_run("a"), agent_run("b")], results)

@@ -12,7 +12,14 @@ from agent_eval.render.console import cache_line, unscored_criteria_lines
 from agent_eval.render.verdict import regression_lines, regression_verdict
 from agent_eval.results import CacheSource, RunReport
 from agent_eval.schema import CacheOrigin, EvalStatus
-from tests.render.builders import agent_run, result, run_report, sample_report
+from tests.render.builders import (
+    PER_EVAL_SET_CONFIG,
+    agent_run,
+    judged_report,
+    result,
+    run_report,
+    sample_report,
+)
 
 PASSED, FAILED, NOT_EVALUATED = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
 NO_ANSWER = "no usable judge answer: every sample was unparseable"
@@ -35,6 +42,7 @@ def test_failed_and_not_evaluated_cases_are_listed_apart_each_with_why() -> None
         "agent: examples/home_automation/agent.py:root_agent  runs per case: 1",
         "Total: 5  Passed: 1  Failed: 3  Not evaluated: 1  Pass rate: 25.0%",
         "Agent failures: 1",
+        "Config: all eval sets ← one config (response_match_score, tool_trajectory_avg_score)",
         "Average scores:",
         "  tool_trajectory_avg_score  0.750  (threshold 1)",
         "  response_match_score       0.800  (threshold 0.8)",
@@ -66,6 +74,7 @@ def test_a_judge_that_gave_nothing_usable_is_shown_with_its_reason() -> None:
 
     assert format_summary(report).splitlines()[2:] == [
         "Total: 2  Passed: 0  Failed: 0  Not evaluated: 2  Pass rate: 0.0%",
+        "Config: all eval sets ← ADK defaults",
         "Average scores:",
         "  trajectory  1.000  (threshold 0.5)",
         "Not evaluated cases:",
@@ -127,6 +136,32 @@ def test_reused_invocations_are_counted_with_their_run_and_date() -> None:
     assert cache_line(4, 5, sources) == (
         "4 of 5 invocations reused from runs ab12cd34 (2026-12-02 21:14 UTC), (unrecorded), ef56 (2026-12-01 08:00 UTC)"
     )
+
+
+def test_the_summary_says_which_config_scored_which_eval_set_on_one_line() -> None:
+    report = run_report([agent_run("a")], [result("m", PASSED)])
+    mixed = report.model_copy(update={"config": PER_EVAL_SET_CONFIG, "eval_set_ids": ["set20", "set40", "set50"]})
+    custom = report.model_copy(update={"config": {"criteria": {"m": {"threshold": 0.5}, "n": {"threshold": 1.0}}}})
+
+    assert format_summary(mixed).splitlines()[3] == (
+        "Config: set20 ← mt/test_config.json; set40 ← ADK defaults; set50 ← inline config (final_response_match_v2)"
+    )
+    assert format_summary(report).splitlines()[3] == "Config: all eval sets ← ADK defaults"
+    assert format_summary(custom).splitlines()[3] == "Config: all eval sets ← one config (m, n)"
+
+
+def test_the_summary_says_which_mode_judged_each_judged_metric() -> None:
+    report = judged_report()
+    both = judged_report(mode_of_b="agent-eval")
+
+    assert format_summary(report).splitlines()[3:5] == [
+        "Judge mode: final_response_match_v2 adk-exact; safety_v1 agent-eval",
+        "Config: all eval sets ← ADK defaults",
+    ]
+    assert format_summary(both).splitlines()[3] == (
+        "Judge mode: final_response_match_v2 adk-exact/agent-eval; safety_v1 agent-eval"
+    )
+    assert not any(line.startswith("Judge mode:") for line in format_summary(sample_report()).splitlines())
 
 
 # ------------------------------------------------------------------------------------------- regression check

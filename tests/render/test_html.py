@@ -27,11 +27,13 @@ from tests.render.builders import (
     LIVING_ROOM,
     LOWERCASE_WHY,
     OFFICE,
+    PER_EVAL_SET_CONFIG,
     RESPONSE,
     STARTED,
     TRAJECTORY,
     Call,
     agent_run,
+    judged_report,
     metric,
     repeated_report,
     result,
@@ -132,6 +134,35 @@ def test_summary_shows_totals_and_run_metadata() -> None:
         "<dt>completed</dt><dd>2026-12-02 12:00:02 UTC (2.5 s)</dd>",
     ):
         assert text in page
+
+
+def test_the_summary_says_which_config_scored_which_eval_set() -> None:
+    mixed = sample_report().model_copy(
+        update={"config": PER_EVAL_SET_CONFIG, "eval_set_ids": ["set20", "set40", "set50"]}
+    )
+
+    assert (
+        "<dt>config</dt><dd>set20 ← mt/test_config.json; set40 ← ADK defaults; "
+        "set50 ← inline config (final_response_match_v2)</dd>"
+    ) in render_html(mixed)
+    assert "<dt>config</dt><dd>all eval sets ← one config (response_match_score, tool_trajectory_avg_score)</dd>" in (
+        render_html(sample_report())
+    )
+
+
+def test_the_summary_and_each_metric_row_say_which_mode_judged() -> None:
+    page = render_html(judged_report())
+
+    assert "<dt>judge mode</dt><dd>final_response_match_v2 adk-exact; safety_v1 agent-eval</dd>" in page
+    assert (
+        page.count(
+            "<td class='mono'>final_response_match_v2<br><span class=\"muted\">judge mode: adk-exact</span></td>"
+        )
+        == 2
+    )
+    assert page.count("<td class='mono'>safety_v1<br><span class=\"muted\">judge mode: agent-eval</span></td>") == 2
+    assert page.count("<td class='mono'>m</td>") == 2
+    assert "judge mode" not in render_html(sample_report())
 
 
 def test_metric_pass_rates_leave_out_raised_and_unscored_metrics() -> None:

@@ -68,9 +68,10 @@ def test_load_report_of_a_crashed_run_holds_what_was_recorded(store_url: str) ->
     ]
     summary = loaded.summary
     assert (summary.total, summary.passed, summary.failed, summary.not_evaluated) == (2, 0, 1, 1)
-    assert format_summary(loaded).splitlines()[2:5] == [
+    assert format_summary(loaded).splitlines()[2:6] == [
         "Total: 2  Passed: 0  Failed: 1  Not evaluated: 1  Pass rate: 0.0%",
         "Agent failures: 1",
+        "Config: all eval sets ← ADK defaults",
         "Failed cases:",
     ]
 

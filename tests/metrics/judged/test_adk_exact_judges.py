@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from google.adk.evaluation.rubric_based_final_response_quality_v1 import RubricB
 from google.adk.evaluation.rubric_based_tool_use_quality_v1 import RubricBasedToolUseV1Evaluator
 from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import PerTurnUserSimulatorQualityV1
 
+from agent_eval.aggregate import build_report
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged import mode as judge_mode
 from agent_eval.metrics.judged.adk import final_response_match_v2, hallucinations_v1, safety_v1
@@ -37,7 +39,19 @@ from agent_eval.metrics.judged.adk_llm import JudgeSampleFailed
 from agent_eval.metrics.judged.rubrics import rubric_based_final_response_quality_v1, rubric_based_tool_use_quality_v1
 from agent_eval.metrics.judged.user_simulator import per_turn_user_simulator_quality_v1
 from agent_eval.metrics.registry import REGISTRY
-from agent_eval.schema import ConversationScenario, EvalConfig, EvalMetric, EvalStatus, EvaluationResult, Invocation
+from agent_eval.metrics.scoring import score_criterion
+from agent_eval.render import format_summary, render_html
+from agent_eval.results import RunReport
+from agent_eval.schema import (
+    AgentRun,
+    ConversationScenario,
+    EvalCase,
+    EvalConfig,
+    EvalMetric,
+    EvalStatus,
+    EvaluationResult,
+    Invocation,
+)
 from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer, FakeReply, error_reply, text_reply
 from tests.metrics.scripted_judge import ScriptedJudge, installed
 
@@ -418,6 +432,45 @@ def test_safety_v1_has_only_agent_evals_mode() -> None:
     with installed(judge):
         result = our_side(safety_v1, "safety_v1", criterion(samples=1), (ACTUAL[:1], None, None))
     assert (result.overall_score, result.details["judge_mode"]) == (1.0, "agent-eval")
+
+
+def _judged_run(config: EvalConfig) -> RunReport:
+    """A run of one case (the first turn of `ACTUAL` against `EXPECTED`) scored with `config`'s criteria."""
+    case = EvalCase(eval_id="lamp", conversation=[Invocation.model_validate(t) for t in EXPECTED[:1]])
+    run = AgentRun(eval_set_id="home", eval_id="lamp", invocations=[Invocation.model_validate(ACTUAL[0])])
+    results = [
+        result
+        for eval_metric, spec in REGISTRY.resolve(config)
+        for result in asyncio.run(score_criterion(spec, eval_metric, [(case, run)]))
+    ]
+    moment = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    return build_report(
+        run_id="judged",
+        runs=[(case, run)],
+        metric_results=results,
+        config=config,
+        eval_set_ids=["home"],
+        agent_reference="pkg.bot:agent",
+        agent_fingerprint="abc",
+        num_runs=1,
+        started_at=moment,
+        completed_at=moment,
+    )
+
+
+def test_the_summary_and_the_report_say_which_mode_judged_each_criterion() -> None:
+    given = {"final_response_match_v2": criterion(samples=1), "safety_v1": criterion(samples=1)}
+    config = EvalConfig.model_validate({"criteria": given})
+    adk_answer = '{"reasoning": "same", "is_the_agent_response_valid": "valid"}'  # ADK's request has no schema
+    judge = ScriptedJudge(lambda r: adk_answer if r.response_schema is None else {"rationale": "ok", "verdict": "safe"})
+    with installed(judge):
+        report = _judged_run(config)
+
+    assert [m.score for m in report.cases[0].metrics] == [1.0, 1.0]
+    assert "Judge mode: final_response_match_v2 adk-exact; safety_v1 agent-eval" in format_summary(report).splitlines()
+    page = render_html(report)
+    assert "<dt>judge mode</dt><dd>final_response_match_v2 adk-exact; safety_v1 agent-eval</dd>" in page
+    assert "<td class='mono'>final_response_match_v2<br><span class=\"muted\">judge mode: adk-exact</span></td>" in page
 
 
 def test_judge_mode_is_an_accepted_option_in_snake_or_camel_case() -> None:
