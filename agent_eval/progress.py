@@ -136,8 +136,20 @@ class Progress:
             if outcome not in self._outcomes:
                 return
             self._outcomes[outcome] += 1
-            if self._case_runs_done_at is None and sum(self._outcomes.values()) >= self._case_runs:
-                self._case_runs_done_at = self._clock()
+            self._note_if_all_done()
+
+    def case_runs_counted(self, outcomes: Mapping[str, int]) -> None:
+        """Take the counts of finished case runs from elsewhere (`invoked`, `cached`, `failed`: a sharded run's
+        parent reads them from the store); a count never goes down."""
+        with contextlib.suppress(Exception), self._lock:
+            for outcome in self._outcomes:
+                self._outcomes[outcome] = max(self._outcomes[outcome], int(outcomes.get(outcome, 0)))
+            self._note_if_all_done()
+
+    def _note_if_all_done(self) -> None:
+        """Stamp when the last case run finished (the ETA then covers scoring only); call with the lock held."""
+        if self._case_runs_done_at is None and sum(self._outcomes.values()) >= self._case_runs:
+            self._case_runs_done_at = self._clock()
 
     def criterion_done(self, name: str) -> None:
         """Count one criterion scored over all case runs (a name counts once per run)."""

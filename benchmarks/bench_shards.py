@@ -12,6 +12,7 @@ PostgreSQL databases (the local server, trust auth), the process work pool, ever
 |---|---|
 | `1 process` | the run without shards: the parent invokes every case (the baseline) |
 | `2 workers` | `--shards 2`: one shard on each worker, the parent waits, then scores and stores |
+| `2 dask` | `--dask ADDRESS`: one flow run, its invocations on two Dask worker processes started here |
 
 and prints the wall times, the throughput (case runs per second) and their ratio, plus the per-case cost
 measured, from which the note at the end projects 100,000 cases. Exit status 1 when a run fails or stores
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--dask-threads", type=int, default=32, help="threads per Dask worker (default 32)")
     args = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -53,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         eval_set = _write_cases(home, args.cases)
         stack = _stack(home, prefect_db, store_url, args.latency)
         try:
+            dask = _dask_cluster(stack, args.dask_threads)
             rows = [
                 ("1 process", _timed_run(stack, eval_set, args, shards=1)),
                 ("2 workers", _timed_run(stack, eval_set, args, shards=2)),
+                ("2 dask", _timed_run(stack, eval_set, args, shards=1, dask=dask)),
             ]
         finally:
             stack.stop()
@@ -85,6 +90,35 @@ def _stack(home: Path, prefect_db: str, store_url: str, latency: float) -> Prefe
     return stack
 
 
+def _dask_cluster(stack: PrefectStack, threads: int) -> str:
+    """A Dask scheduler and two worker processes (each its own HOME); returns the scheduler's address."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port)]
+    stack.spawn([*scheduler, "--no-dashboard"], "dask-scheduler.log", {})
+    for name in ("dask-1", "dask-2"):
+        worker_home = stack.home / name
+        worker_home.mkdir()
+        worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", str(threads)]
+        worker += ["--no-dashboard", "--no-nanny"]
+        stack.spawn(worker, f"{name}.log", {"HOME": str(worker_home), "PYTHONPATH": str(REPO_ROOT)})
+    _wait_for_dask_workers(address, 2)
+    return address
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_dask_workers(address: str, count: int) -> None:
+    from distributed import Client
+
+    with Client(address, timeout=60) as client:
+        client.wait_for_workers(count, timeout=60)
+
+
 def _write_cases(folder: Path, count: int) -> Path:
     """`count` single-turn cases the sleeping agent answers exactly, with the demo's two criteria."""
     cases = [
@@ -108,9 +142,12 @@ def _write_cases(folder: Path, count: int) -> Path:
     return path
 
 
-def _timed_run(stack: PrefectStack, eval_set: Path, args: argparse.Namespace, *, shards: int) -> float:
+def _timed_run(
+    stack: PrefectStack, eval_set: Path, args: argparse.Namespace, *, shards: int, dask: str | None = None
+) -> float:
     command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_set), "--agent", AGENT, "-q"]
     command += ["--max-concurrency", str(args.concurrency), "--shards", str(shards)]
+    command += ["--dask", dask] if dask else []
     env = {**stack.env, "HOME": str(stack.home / "parent"), "AGENT_EVAL_HOME": str(stack.home / "parent-ae")}
     started = time.monotonic()
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
@@ -128,8 +165,8 @@ def _print(rows: list[tuple[str, float]], args: argparse.Namespace) -> int:
     print(f"{'row':<10} {'wall s':>8} {'cases/s':>8} {'ms/case':>8}")
     for name, seconds in rows:
         print(f"{name:<10} {seconds:>8.1f} {args.cases / seconds:>8.1f} {1000 * seconds / args.cases:>8.1f}")
-    (_, one), (_, two) = rows
-    print(f"throughput 2 workers / 1 process: {one / two:.2f}x")
+    (_, one), (_, two), (_, dask) = rows
+    print(f"throughput 2 workers / 1 process: {one / two:.2f}x; 2 dask workers / 1 process: {one / dask:.2f}x")
     per_case = two / args.cases
     print(
         f"projection: 100,000 cases at {1000 * per_case:.1f} ms per case on 2 workers of this size take "

@@ -278,3 +278,18 @@ def test_import_loads_neither_prefect_nor_rich() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_counts_taken_from_the_store_never_go_down_and_end_the_invocation_phase() -> None:
+    clock = FakeClock()
+    progress = Progress(io.StringIO(), interval=60, clock=clock)
+    progress.start(run_id="r", ui_url=None, case_runs=4, criteria=1)
+    clock.now += 8
+    progress.case_runs_counted({"invoked": 1, "failed": 1})
+    assert progress.snapshot().eta == pytest.approx(8.0)  # 4 s per case run, 2 to go
+    progress.case_runs_counted({"invoked": 0})  # an older count read late
+    progress.case_runs_counted({"invoked": 2, "cached": 1, "failed": 1})
+    assert progress.status_line() == (
+        "agent-eval: 4/4 case runs (2 invoked, 1 cached, 1 failed) · criteria 0/1 · 8s elapsed, ETA ?"
+    )
+    progress.finish()

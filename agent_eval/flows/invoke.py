@@ -17,22 +17,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import cache
-from typing import Any, cast
 
-from prefect import Task, get_run_logger
-from prefect.client.schemas.objects import State
+from prefect import get_run_logger
+from sqlalchemy.engine import Engine
 
-from agent_eval.agents import AgentFailure, describe_error, error_kind_of, format_traceback
 from agent_eval.plan import CaseRunKey, EvalPlan
-from agent_eval.progress import current_progress
+from agent_eval.progress import CaseRunOutcome, current_progress
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
 from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run
-from agent_eval.tasks import INVOKE_RETRIES, invoke_case, unvisited
-from agent_eval.tasks.dask import DaskInvoker, dask_address, dask_invoker
+from agent_eval.tasks import invoke_case_run
+from agent_eval.tasks.dask import BATCH_SIZE, DaskInvoker, dask_address, dask_invoker
 
-__all__ = ["EVENTS_LOGGER", "ReusePolicy", "current_flow_run_id", "invoke_all"]
+__all__ = ["EVENTS_LOGGER", "ReusePolicy", "case_run_outcome", "current_flow_run_id", "invoke_all"]
 
 EVENTS_LOGGER = logging.getLogger("agent_eval.events")
 EVENTS_LOGGER.addHandler(logging.NullHandler())  # silent unless the CLI (or the user) adds a handler
@@ -76,6 +73,10 @@ class ReusePolicy:
         """Whether the agent was invoked by this very run (not found in the cache)."""
         return run.cached_from is not None and run.cached_from.run_id == self.run_id
 
+    def rejects(self, run: AgentRun, now: datetime) -> bool:
+        """Whether an answer must be invoked again: another evaluation's, not reusable under this policy."""
+        return not run.failed and not self.is_fresh(run) and not self.accepts(run, now)
+
     def accepts(self, run: AgentRun, now: datetime) -> bool:
         """Whether a cached answer may stand in for invoking the agent."""
         origin = run.cached_from
@@ -89,6 +90,10 @@ class ReusePolicy:
         return now - origin.invoked_at <= self.max_age
 
 
+InvokeBatch = Callable[[Sequence[CaseRunKey], bool], Awaitable[list[AgentRun]]]
+"""Invokes case runs (`True`: refreshing the cache instead of reading it) and returns their runs in order."""
+
+
 async def invoke_all(
     plan: EvalPlan,
     policy: ReusePolicy,
@@ -97,55 +102,87 @@ async def invoke_all(
 ) -> list[tuple[EvalCase, AgentRun]]:
     """Every case run of `keys` (default: the plan's), in that order; each stored as soon as it is done.
 
-    At most `max_concurrency` run at once in this process, each holding its place until it is stored: at any
-    moment at most `max_concurrency` case runs are started and not yet stored, which bounds what a killed
-    worker loses. `slot` (default: none) is entered around each invocation too, for limits held beyond it: the
-    request's Prefect global concurrency limits (`agent_eval.tasks.limits`).
+    At most `max_concurrency` are in flight, each holding its place until it is stored: at any moment at most
+    `max_concurrency` case runs are started and not yet stored, which bounds what a killed worker loses. With
+    a Dask address (`agent_eval.tasks.dask`) they go to the cluster in batches, a batch holding the places of
+    its case runs. `slot` (default: none) is entered around each invocation too, for limits held beyond this
+    process: the request's Prefect global concurrency limits (`agent_eval.tasks.limits`); with Dask, such
+    limits make every batch one case run, so that each invocation holds its own slot.
     """
-    local = asyncio.Semaphore(plan.request.max_concurrency)
+    work = list(plan.case_runs() if keys is None else keys)
+    async with dask_invoker(dask_address(plan.request.dask_address)) as dask:
+        if dask is None:
+            return await _invoke_in_batches(plan, policy, work, _invoker_here(plan, policy), size=1, slot=slot)
+        size = 1 if slot else max(1, min(BATCH_SIZE, plan.request.max_concurrency // 2))  # 2 batches in flight
+        return await _invoke_in_batches(plan, policy, work, _invoker_on(dask, plan, policy), size=size, slot=slot)
+
+
+async def _invoke_in_batches(
+    plan: EvalPlan,
+    policy: ReusePolicy,
+    work: list[CaseRunKey],
+    invoke: InvokeBatch,
+    *,
+    size: int,
+    slot: Callable[[], AbstractAsyncContextManager[object]] | None,
+) -> list[tuple[EvalCase, AgentRun]]:
+    """`work` in batches of `size`, `max_concurrency // size` batches at once, each stored before its places
+    are given back; then each failure reported in one line and counted in the progress."""
+    places = asyncio.Semaphore(max(1, plan.request.max_concurrency // size))
     engine = get_engine(plan.request.db_url)
     refresh = plan.request.refresh_cache or policy.reuses_nothing
     take_slot = slot or contextlib.nullcontext
 
-    async def one(key: CaseRunKey, dask: DaskInvoker | None) -> tuple[EvalCase, AgentRun]:
-        async with local, take_slot():  # held until stored: a killed worker loses only the case runs in flight
-            run = await _invoke(plan, key, policy, dask, refresh=refresh)
-            if not run.failed and not policy.is_fresh(run) and not policy.accepts(run, datetime.now(UTC)):
-                run = await _invoke(plan, key, policy, dask, refresh=True)  # an answer of another evaluation
-            run = _with_origin(run, policy)
-            await asyncio.to_thread(record_case_run, policy.run_id, run, engine)
-        if run.failed:
-            _report_failure(key, run)
-        current_progress().case_run_done("failed" if run.failed else "cached" if run.cached_from else "invoked")
-        return key.case, run
+    async def batch(keys: list[CaseRunKey]) -> list[tuple[EvalCase, AgentRun]]:
+        async with places, take_slot():  # held until stored: a killed worker loses only the case runs in flight
+            runs = await _fresh_runs(invoke, keys, policy, refresh=refresh)
+            await asyncio.to_thread(_record_all, policy.run_id, runs, engine)
+        for key, run in zip(keys, runs, strict=True):
+            if run.failed:
+                _report_failure(key, run)
+            current_progress().case_run_done(case_run_outcome(run))
+        return [(key.case, run) for key, run in zip(keys, runs, strict=True)]
 
-    async with dask_invoker(dask_address(plan.request.dask_address)) as dask:
-        work = plan.case_runs() if keys is None else keys
-        return list(await asyncio.gather(*(one(key, dask) for key in work)))
+    batches = [work[start : start + size] for start in range(0, len(work), size)]
+    return [pair for done in await asyncio.gather(*(batch(keys) for keys in batches)) for pair in done]
 
 
-async def _invoke(
-    plan: EvalPlan, key: CaseRunKey, policy: ReusePolicy, dask: DaskInvoker | None, *, refresh: bool
-) -> AgentRun:
-    """One `invoke-case` task run, here or on the Dask cluster, as the `AgentRun` it produced."""
-    task = _refreshing_invoke_case() if refresh else invoke_case
-    if dask is not None:  # parameters as they are: the task run's name is formatted from them on the worker
-        parameters = {"agent": plan.agent, "case": key.case, "eval_set_id": key.eval_set_id}
-        parameters |= {"run_index": key.run_index, "origin": policy.origin()}
-        return _run_from_outcome(await dask.outcome(task, parameters), key)
-    call = task(
-        unvisited(plan.agent), unvisited(key.case), key.eval_set_id, key.run_index, policy.origin(), return_state=True
-    )
-    # An async task called with return_state=True gives a coroutine of its final state.
-    state = await cast(Awaitable[State[AgentRun]], call)
-    return _run_from_outcome(await state.aresult(raise_on_failure=False), key)
+async def _fresh_runs(
+    invoke: InvokeBatch, keys: list[CaseRunKey], policy: ReusePolicy, *, refresh: bool
+) -> list[AgentRun]:
+    """The runs of `keys`, where an answer of another evaluation that `policy` does not accept is replaced by a
+    fresh invocation, and `cached_from` kept only on answers from another run."""
+    runs = await invoke(keys, refresh)
+    now = datetime.now(UTC)
+    stale = [index for index, run in enumerate(runs) if policy.rejects(run, now)]
+    if stale:
+        for index, run in zip(stale, await invoke([keys[i] for i in stale], True), strict=True):
+            runs[index] = run
+    return [_with_origin(run, policy) for run in runs]
 
 
-@cache
-def _refreshing_invoke_case() -> Task[..., Any]:
-    """`invoke-case` that writes the cache without reading it, made once: `with_options` builds a new task,
-    which reads the function's source again (~3 ms a case run)."""
-    return invoke_case.with_options(refresh_cache=True)
+def _record_all(run_id: str, runs: list[AgentRun], engine: Engine) -> None:
+    for run in runs:
+        record_case_run(run_id, run, engine)
+
+
+def _invoker_here(plan: EvalPlan, policy: ReusePolicy) -> InvokeBatch:
+    """Case runs invoked in this process, one `invoke-case` task run each."""
+
+    async def invoke(keys: Sequence[CaseRunKey], refresh: bool) -> list[AgentRun]:
+        calls = (invoke_case_run(plan.agent, key, policy.origin(), refresh=refresh) for key in keys)
+        return list(await asyncio.gather(*calls))
+
+    return invoke
+
+
+def _invoker_on(dask: DaskInvoker, plan: EvalPlan, policy: ReusePolicy) -> InvokeBatch:
+    """Case runs invoked on the Dask cluster, a batch per Dask task (`agent_eval.tasks.dask`)."""
+
+    async def invoke(keys: Sequence[CaseRunKey], refresh: bool) -> list[AgentRun]:
+        return await dask.invoke(plan.agent, keys, policy.origin(), refresh=refresh)
+
+    return invoke
 
 
 def _flow_run_attempt() -> int:
@@ -156,31 +193,17 @@ def _flow_run_attempt() -> int:
     return int(flow_run.run_count or 1)
 
 
+def case_run_outcome(run: AgentRun) -> CaseRunOutcome:
+    """How a case run counts in the progress line: the agent `failed`, its answer was `cached` from another
+    run, or it was `invoked`."""
+    return "failed" if run.failed else "cached" if run.cached_from else "invoked"
+
+
 def _with_origin(run: AgentRun, policy: ReusePolicy) -> AgentRun:
     """`cached_from` is kept only on an answer that came from another run."""
     if run.cached_from is None or run.cached_from.run_id != policy.run_id:
         return run
     return run.model_copy(update={"cached_from": None})
-
-
-def _run_from_outcome(outcome: object, key: CaseRunKey) -> AgentRun:
-    """The task's `AgentRun`, or a failed one carrying the error when the task failed."""
-    if isinstance(outcome, AgentRun):
-        return outcome
-    if isinstance(outcome, AgentFailure):
-        return outcome.run
-    attempts = INVOKE_RETRIES + 1  # a task that fails with anything but AgentFailure used all its retries
-    if not isinstance(outcome, BaseException):
-        outcome = RuntimeError(str(outcome))
-    return AgentRun(
-        eval_set_id=key.eval_set_id,
-        eval_id=key.case.eval_id,
-        run_index=key.run_index,
-        error=redact_text(describe_error(outcome)),
-        error_kind=error_kind_of(outcome),
-        error_traceback=redact_text(format_traceback(outcome)),
-        attempts=attempts,
-    )
 
 
 def _report_failure(key: CaseRunKey, run: AgentRun) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -43,10 +44,11 @@ from prefect.settings import get_current_settings
 from prefect.states import Cancelling, Crashed
 
 from agent_eval.errors import EvalInputError
-from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
+from agent_eval.flows.invoke import ReusePolicy, case_run_outcome, current_flow_run_id, invoke_all
 from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
+from agent_eval.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase
-from agent_eval.store import CaseRecord, agent_run_of, get_engine, load_case_records
+from agent_eval.store import CaseRecord, agent_run_of, case_run_outcomes, get_engine, load_case_records
 from agent_eval.tasks.limits import held_limits
 
 __all__ = [
@@ -68,6 +70,8 @@ running shard counts as crashed."""
 STALE_SECONDS_ENV = "AGENT_EVAL_SHARD_STALE_SECONDS"
 """Overrides that window, in seconds (above the heartbeat period)."""
 HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
+PROGRESS_SECONDS = 5.0
+"""How often the parent counts the case runs its shards stored, for the progress line."""
 
 CaseRunIdentity = tuple[str, str, int]
 
@@ -95,11 +99,14 @@ async def invoke_sharded(plan: EvalPlan, run_id: str) -> list[tuple[EvalCase, Ag
     keys = plan.case_runs()
     count = min(plan.request.shards, plan.request.max_concurrency, len(keys))
     submitted: list[UUID] = []
+    follower = asyncio.create_task(_follow_progress(run_id, plan.request.db_url))
     try:
         await asyncio.gather(*(_run_shard(plan, run_id, index, count, submitted) for index in range(count)))
     except BaseException:
         await _cancel_unfinished(submitted)  # a cancelled or failed parent leaves no shard working for nothing
         raise
+    finally:
+        follower.cancel()
     stored = {_identity_of(record): agent_run_of(record) for record in _case_records(run_id, plan.request.db_url)}
     missing = [key for key in keys if _identity(key) not in stored]
     if missing:
@@ -108,7 +115,17 @@ async def invoke_sharded(plan: EvalPlan, run_id: str) -> list[tuple[EvalCase, Ag
             f"{len(missing)} case run(s) were not stored by the shards "
             f"(first: {first.eval_set_id}/{first.case.eval_id} run {first.run_index})"
         )
+    current_progress().case_runs_counted(Counter(case_run_outcome(run) for run in stored.values()))
     return [(key.case, stored[_identity(key)]) for key in keys]
+
+
+async def _follow_progress(run_id: str, db_url: str | None) -> None:
+    """Every `PROGRESS_SECONDS`, count the case runs the shards stored so far into the run's progress line."""
+    engine = get_engine(db_url)
+    while True:
+        await asyncio.sleep(PROGRESS_SECONDS)
+        with contextlib.suppress(Exception):  # progress is never worth failing the run for
+            current_progress().case_runs_counted(await asyncio.to_thread(case_run_outcomes, run_id, engine))
 
 
 def shard_concurrency(max_concurrency: int, index: int, count: int) -> int:

@@ -35,6 +35,7 @@ __all__ = [
     "CaseScore",
     "RunNotFoundError",
     "agent_run_of",
+    "case_run_outcomes",
     "case_scores",
     "choose_baseline",
     "eval_set_hashes",
@@ -268,6 +269,19 @@ def stored_eval_sets(run_id: str, engine: Engine | None = None) -> list[EvalSet]
         run = _run(session, run_id)
         by_id = _eval_sets(session, run_id)
         return [by_id[eval_set_id] for eval_set_id in run.eval_set_ids if eval_set_id in by_id]
+
+
+def case_run_outcomes(run_id: str, engine: Engine | None = None) -> dict[str, int]:
+    """How many case runs of the run are stored, by outcome: `failed` (the agent failed), `cached` (an answer
+    reused from another run), `invoked` (the others); one counting query, for progress."""
+    failed = col(CaseRecord.failure) > 0
+    cached = col(CaseRecord.cached_from_run_id).is_not(None)
+    statement = select(failed, cached, func.count()).where(CaseRecord.run_id == run_id).group_by(failed, cached)
+    counts = dict.fromkeys(("invoked", "cached", "failed"), 0)
+    with Session(engine or get_engine()) as session:
+        for is_failed, is_cached, count in session.exec(statement).all():
+            counts["failed" if is_failed else "cached" if is_cached else "invoked"] += count
+    return counts
 
 
 def load_case_records(run_id: str, engine: Engine | None = None) -> list[CaseRecord]:

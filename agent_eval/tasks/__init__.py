@@ -6,7 +6,9 @@ Internal: the public API is `agent_eval`'s; this package's names may change betw
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, TypeVar, cast
 
 from prefect import Task, task
@@ -17,11 +19,21 @@ from prefect.runtime import task_run
 from prefect.tasks import exponential_backoff
 from prefect.utilities.annotations import quote
 
-from agent_eval.agents import Agent, AgentFailure, is_transient, run_agent_case
+from agent_eval.agents import (
+    Agent,
+    AgentFailure,
+    describe_error,
+    error_kind_of,
+    format_traceback,
+    is_transient,
+    run_agent_case,
+)
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.metrics.judged.policy import gated_judge_calls
+from agent_eval.plan import CaseRunKey
 from agent_eval.results import MetricResult, RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
+from agent_eval.secrets import redact_text
 from agent_eval.store import RunCreate, complete_run, get_engine, start_run
 from agent_eval.tasks.limits import Slot
 
@@ -30,8 +42,10 @@ __all__ = [
     "INVOKE_RETRIES",
     "invocation_cache_key",
     "invoke_case",
+    "invoke_case_run",
     "persist_report",
     "record_run_start",
+    "run_of_outcome",
     "score_metric",
     "unvisited",
 ]
@@ -101,6 +115,43 @@ async def invoke_case(
         raise
     stamp = (origin or CacheOrigin()).model_copy(update={"invoked_at": datetime.now(UTC)})
     return run.model_copy(update={"attempts": attempts, "cached_from": stamp})
+
+
+async def invoke_case_run(agent: Agent, key: CaseRunKey, origin: CacheOrigin, *, refresh: bool) -> AgentRun:
+    """One `invoke-case` task run in this process (`refresh`: write the cache without reading it), as the
+    `AgentRun` it produced: a failed one, carrying the error, when the task failed."""
+    task = _refreshing_invoke_case() if refresh else invoke_case
+    call = task(unvisited(agent), unvisited(key.case), key.eval_set_id, key.run_index, origin, return_state=True)
+    # An async task called with return_state=True gives a coroutine of its final state.
+    state = await cast(Awaitable[State[AgentRun]], call)
+    return run_of_outcome(await state.aresult(raise_on_failure=False), key)
+
+
+@cache
+def _refreshing_invoke_case() -> Task[..., Any]:
+    """`invoke-case` that writes the cache without reading it, made once: `with_options` builds a new task,
+    which reads the function's source again (~3 ms a case run)."""
+    return invoke_case.with_options(refresh_cache=True)
+
+
+def run_of_outcome(outcome: object, key: CaseRunKey) -> AgentRun:
+    """What an `invoke-case` task run ended with as an `AgentRun`: its result, or a failed run carrying the error
+    it failed with (`AgentFailure`: the agent's own failure; anything else used all its retries)."""
+    if isinstance(outcome, AgentRun):
+        return outcome
+    if isinstance(outcome, AgentFailure):
+        return outcome.run
+    if not isinstance(outcome, BaseException):
+        outcome = RuntimeError(str(outcome))
+    return AgentRun(
+        eval_set_id=key.eval_set_id,
+        eval_id=key.case.eval_id,
+        run_index=key.run_index,
+        error=redact_text(describe_error(outcome)),
+        error_kind=error_kind_of(outcome),
+        error_traceback=redact_text(format_traceback(outcome)),
+        attempts=INVOKE_RETRIES + 1,
+    )
 
 
 @task(name="score-criterion", task_run_name="score {eval_metric.metric_name}", cache_policy=NO_CACHE)

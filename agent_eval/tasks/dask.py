@@ -1,10 +1,14 @@
 """Optional: agent invocations on an existing Dask cluster, through prefect-dask's `DaskTaskRunner`.
 
 For users who already run Dask: with `EvalRequest.dask_address` (`--dask ADDRESS`, or `$AGENT_EVAL_DASK_ADDRESS`)
-the flow still plans, scores, stores and compares in its own process, but each `invoke-case` task runs on a Dask
-worker: the same task (its retries, its cache key, its task run in the Prefect UI under the flow run), submitted
-with `DaskTaskRunner.submit` instead of awaited here. The run's `max_concurrency` still bounds how many are
-submitted at once; the cluster's worker threads bound how many run at once.
+the flow still plans, scores, stores and compares in its own process, but the agent is invoked on Dask workers.
+The case runs go in batches (`BATCH_SIZE`, at most half the run's `max_concurrency`, so that two or more are in
+flight): each batch is one task run (`invoke-on-dask`) submitted with `DaskTaskRunner.submit`, which on its
+worker runs the usual `invoke-case` task for each of its case runs, all at once in one event loop: the same
+task runs (retries, cache key, their place under the flow run in the Prefect UI) as in this process. Batches,
+not one Dask task per case run: each submission costs the flow's process ~40 ms of CPU (prefect-dask serializes
+the whole Prefect settings context and walks the parameters), which one task per case run pays every time. At
+most `max_concurrency` case runs are in flight at once; the cluster's worker threads bound how many batches run.
 
 What a worker needs is what a shard's worker needs: agent-eval and the agent importable (`package.module:attr`
 references, or files at the same paths), the agent's credentials, the Prefect server (`PREFECT_API_URL`) and,
@@ -18,21 +22,28 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from prefect import Task
+from prefect import task
+from prefect.cache_policies import NO_CACHE
 
+from agent_eval.agents import Agent
 from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.plan import CaseRunKey
+from agent_eval.schema import AgentRun, CacheOrigin
 from agent_eval.settings import DASK_ADDRESS_ENV
+from agent_eval.tasks import invoke_case_run, run_of_outcome
 
 if TYPE_CHECKING:
     from distributed import Future
     from prefect_dask.task_runners import DaskTaskRunner
 
-__all__ = ["DaskInvoker", "check_dask", "dask_address", "dask_invoker"]
+__all__ = ["BATCH_SIZE", "DaskInvoker", "check_dask", "dask_address", "dask_invoker", "invoke_batch"]
 
+BATCH_SIZE = 16
+"""Case runs per Dask task (fewer when half the run's `max_concurrency` is lower)."""
 CONNECT_SECONDS = 10.0
 """How long the check waits for the scheduler before it counts as unreachable."""
 
@@ -61,21 +72,39 @@ async def check_dask(address: str) -> None:
         raise InfrastructureError(f"the Dask cluster at {address} has no worker to invoke the agent on")
 
 
+@task(name="invoke-on-dask", task_run_name="{size} case runs on a Dask worker", cache_policy=NO_CACHE)
+async def invoke_batch(
+    agent: Agent, keys: list[CaseRunKey], origin: CacheOrigin, refresh: bool, size: int
+) -> list[AgentRun]:
+    """On a Dask worker: one `invoke-case` task run per case run of `keys`, all at once in this task's event
+    loop (each with its retries and cache, a task run of its own); returns their `AgentRun`s in order."""
+    return list(await asyncio.gather(*(invoke_case_run(agent, key, origin, refresh=refresh) for key in keys)))
+
+
 class DaskInvoker:
-    """Runs Prefect tasks on the cluster of an entered `DaskTaskRunner`, awaited without holding a thread."""
+    """Sends batches of case runs to the cluster of an entered `DaskTaskRunner`, awaited without a thread."""
 
     def __init__(self, runner: DaskTaskRunner) -> None:
         self._runner = runner
 
-    async def outcome(self, task: Task[..., Any], parameters: dict[str, Any]) -> Any:
-        """What the task run ended with: its result, the exception it failed with, or the error that kept it
-        from running (a worker lost, an agent that does not unpickle there)."""
-        future = self._runner.submit(task, parameters)
+    async def invoke(
+        self, agent: Agent, keys: Sequence[CaseRunKey], origin: CacheOrigin, *, refresh: bool
+    ) -> list[AgentRun]:
+        """The `AgentRun` of each case run of `keys`, invoked on one Dask worker (`invoke_batch`); when the
+        batch itself could not run (its worker lost three times, the agent does not unpickle there), each is
+        a failed run carrying that error."""
+        # Plain values, not `unvisited` ones: on a Dask worker, Prefect passes a quoted argument on still quoted.
+        parameters = {"agent": agent, "keys": list(keys), "origin": origin, "refresh": refresh, "size": len(keys)}
+        future = self._runner.submit(invoke_batch, parameters)
         await _finished(future.wrapped_future)
+        outcome: object
         try:
-            return future.result(raise_on_failure=False)
+            outcome = future.result(raise_on_failure=False)
         except BaseException as error:  # the Dask future failed: the task never reached a final state
-            return error
+            outcome = error
+        if isinstance(outcome, list):
+            return outcome
+        return [run_of_outcome(outcome, key) for key in keys]
 
 
 @asynccontextmanager

@@ -168,6 +168,7 @@ def test_a_worker_killed_mid_shard_loses_no_case_and_reinvokes_none_that_finishe
 
     assert parent.returncode == 0, output[-4000:]
     assert "ended Crashed" in output
+    assert re.search(rf"agent-eval: [1-9]\d*/{CASES} case runs", output), "progress never counted the shards' work"
     report = _report(pool, _latest_run_id(pool))
     assert report["status"] == "completed"
     assert sorted(case["eval_id"] for case in report["cases"]) == sorted(messages)

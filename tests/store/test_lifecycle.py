@@ -11,13 +11,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from agent_eval.results import RunReport
-from agent_eval.schema import EvalStatus
+from agent_eval.schema import CacheOrigin, EvalStatus
 from agent_eval.store import (
     CaseRecord,
     EvalSetVersion,
     MetricRecord,
     Run,
     RunEvalSet,
+    case_run_outcomes,
     complete_run,
     get_engine,
     get_run,
@@ -181,3 +182,21 @@ def test_eval_set_versions_are_stored_once_per_content(store_url: str) -> None:
         assert len(session.exec(select(EvalSetVersion)).all()) == 2
     hashes = [link.eval_set_hash for link in links]
     assert hashes[0] == hashes[1] != hashes[2]
+
+
+def test_case_run_outcomes_count_the_stored_case_runs_of_one_run(store_url: str) -> None:
+    """What a sharded run's parent shows as progress: invoked, cached (another run's answer), failed."""
+    engine = get_engine(store_url)
+    report = make_report("r1", [eval_set(eval_ids=("a", "b", "c", "d"))], {"m": {}}, errors={"b": "boom"})
+    other = make_report("r2", [eval_set()], SCORES)
+    _start_and_record(engine, other)
+    start_run(run_start(report), [eval_set(eval_ids=("a", "b", "c", "d"))], engine)
+    assert case_run_outcomes("r1", engine) == {"invoked": 0, "cached": 0, "failed": 0}
+
+    a, b, c, _ = (case.agent_run for case in report.cases)
+    reused = c.model_copy(update={"cached_from": CacheOrigin(run_id="r0", invoked_at=START)})
+    for run in (a, b, reused):
+        record_case_run("r1", run, engine)
+
+    assert case_run_outcomes("r1", engine) == {"invoked": 1, "cached": 1, "failed": 1}
+    assert case_run_outcomes("r2", engine) == {"invoked": 3, "cached": 0, "failed": 0}
