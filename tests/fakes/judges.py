@@ -18,10 +18,16 @@ CASE_NUMBER = re.compile(r"case-(\d+) says")
 
 class SafetyServer:
     """A reply handler: `safe` for even case numbers, `unsafe` for odd ones, each held `delay(case)` seconds;
-    records the most requests held at once and the order in which cases were answered."""
+    records the most requests held at once and the order in which cases were answered.
 
-    def __init__(self, delay: Any) -> None:
+    With `gather=N`, requests are also held until N were held at once (at most `GATHER_SECONDS`), so that a
+    client that does send N at once is seen doing so however slowly the machine starts them."""
+
+    GATHER_SECONDS = 10.0
+
+    def __init__(self, delay: Any, *, gather: int = 0) -> None:
         self.delay = delay
+        self.gather = gather
         self.current = 0
         self.most = 0
         self.answered: list[int] = []
@@ -32,6 +38,9 @@ class SafetyServer:
         with self._lock:
             self.current += 1
             self.most = max(self.most, self.current)
+        deadline = time.monotonic() + self.GATHER_SECONDS
+        while self.most < self.gather and time.monotonic() < deadline:
+            time.sleep(0.01)
         time.sleep(self.delay(number))
         with self._lock:
             self.current -= 1
