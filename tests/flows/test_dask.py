@@ -4,11 +4,15 @@ scheduler and two real worker processes started here, the flow on the session's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,20 +39,26 @@ AGENT = "tests.flows.agents_for_tests:pid_logged_agent"
 class Cluster:
     """A Dask scheduler and its workers, each a process of its own, and the file their agents log calls to."""
 
-    def __init__(self, address: str, worker_pids: set[int], calls: Path) -> None:
+    def __init__(self, address: str, workers: dict[int, subprocess.Popen[bytes]], calls: Path) -> None:
         self.address = address
-        self.worker_pids = worker_pids
+        self.workers = workers
+        self.worker_pids = set(workers)
         self.calls = calls
+
+    def calls_logged(self) -> list[tuple[int, str]]:
+        """(pid of the process that ran it, message) of every call, in order."""
+        lines = [line.split(" ", 1) for line in self.calls.read_text().splitlines()]
+        return [(int(pid), message) for pid, message in lines]
 
     def calls_by_pid(self) -> dict[str, int]:
         """message -> pid of the process that ran it."""
-        lines = [line.split(" ", 1) for line in self.calls.read_text().splitlines()]
-        return {message: int(pid) for pid, message in lines}
+        return {message: pid for pid, message in self.calls_logged()}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    home = tmp_path_factory.mktemp("dask")
+@contextlib.contextmanager
+def running_cluster(home: Path) -> Iterator[Cluster]:
+    """A scheduler and two workers (no nanny: the worker is the process), killed at the end."""
+    home.mkdir(parents=True, exist_ok=True)
     calls = home / "calls.log"
     calls.write_text("")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), CALL_LOG_ENV: str(calls)}
@@ -57,13 +67,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
     processes = [_spawn([*dask, "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], env, home)]
     worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "4", "--no-dashboard"]
-    processes += [_spawn([*worker, "--name", f"w{i}", "--no-nanny"], env, home) for i in (1, 2)]
+    workers = [_spawn([*worker, "--name", f"w{i}", "--no-nanny"], env, home) for i in (1, 2)]
     try:
-        yield Cluster(address, _wait_for_workers(address, 2), calls)
+        assert _wait_for_workers(address, 2) == {process.pid for process in workers}
+        yield Cluster(address, {process.pid: process for process in workers}, calls)
     finally:
-        for process in processes:
+        for process in [*processes, *workers]:
             process.kill()
             process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("dask")) as started:
+        yield started
 
 
 def _spawn(command: list[str], env: dict[str, str], home: Path) -> subprocess.Popen[bytes]:
@@ -170,3 +187,34 @@ def test_without_prefect_dask_the_error_names_the_extra(
     assert "pip install 'agent-eval[dask]'" in str(raised.value)
     with Session(get_engine(sqlite_url)) as session:
         assert session.exec(select(Run)).all() == []
+
+
+def test_a_worker_killed_mid_run_loses_no_case_and_reinvokes_none_that_finished(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Eight case runs in flight (two batches of four), 0.1 s each: once ten calls are logged, the worker that
+    made the first is SIGKILLed. Dask runs its batch again on the other worker, whose `invoke-case` task runs
+    find the finished case runs in the cache the workers share (this machine's Prefect result storage)."""
+    names = [f"kill_{i:02d}" for i in range(40)]
+    eval_file, messages = write_echo_set(tmp_path, names)
+    with running_cluster(tmp_path / "cluster") as cluster:
+        killer = threading.Thread(target=_kill_the_first_caller, args=(cluster, 10), daemon=True)
+        killer.start()
+        report = evaluate(eval_file, agent=AGENT, db_url=sqlite_url, max_concurrency=8, dask_address=cluster.address)
+        killer.join(timeout=5)
+        killed = [pid for pid, process in cluster.workers.items() if process.poll() is not None]
+        counted = Counter(message for _, message in cluster.calls_logged())
+
+    assert len(killed) == 1
+    assert (report.summary.total, report.summary.passed) == (40, 40)
+    assert set(counted) == set(messages.values())
+    twice = [message for message, n in counted.items() if n > 1]
+    assert len(twice) <= 4 and all(counted[message] == 2 for message in twice), twice  # one batch was in flight
+
+
+def _kill_the_first_caller(cluster: Cluster, calls: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(logged := cluster.calls_logged()) < calls and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if logged:
+        os.kill(logged[0][0], signal.SIGKILL)
