@@ -1,5 +1,6 @@
-"""The invoke stage of a run: one `invoke-case` task per case run, at most `max_concurrency` at once, each
-case run stored as soon as it is done, and the rule that decides when a cached answer may stand in for a call.
+"""The invoke stage of a run: one `invoke-case` task per case run (in this process, or in batches on a Dask
+cluster: `agent_eval.tasks.dask`), at most `max_concurrency` at once, each case run stored as soon as it is done,
+and the rule that decides when a cached answer may stand in for a call.
 
 The reuse rule (DESIGN principle 3): an evaluation measures the agent as it is now. A cached answer is used
 when it was produced by this evaluation (a Prefect retry of the same flow run, or a resumed attempt), by a run
