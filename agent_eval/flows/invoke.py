@@ -113,9 +113,11 @@ async def invoke_all(
     work = list(plan.case_runs() if keys is None else keys)
     async with dask_invoker(dask_address(plan.request.dask_address)) as dask:
         if dask is None:
-            return await _invoke_in_batches(plan, policy, work, _invoker_here(plan, policy), size=1, slot=slot)
-        size = 1 if slot else max(1, min(BATCH_SIZE, plan.request.max_concurrency // 2))  # 2 batches in flight
-        return await _invoke_in_batches(plan, policy, work, _invoker_on(dask, plan, policy), size=size, slot=slot)
+            invoke, size = _invoker_here(plan, policy), 1
+        else:  # two batches in flight or more; one case run each when every invocation holds a global slot
+            invoke = _invoker_on(dask, plan, policy)
+            size = 1 if slot else max(1, min(BATCH_SIZE, plan.request.max_concurrency // 2))
+        return await _invoke_in_batches(plan, policy, work, invoke, size=size, slot=slot)
 
 
 async def _invoke_in_batches(
