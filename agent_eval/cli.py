@@ -39,6 +39,7 @@ from agent_eval.cli_recorded import (
     import_sessions_command,
     recorded_source,
 )
+from agent_eval.cli_server import add_server_parser, keep_warm, server_command
 from agent_eval.cli_values import age_hours, positive
 from agent_eval.errors import (
     EXIT_BAD_INPUT,
@@ -54,7 +55,7 @@ from agent_eval.settings import DASK_ADDRESS_ENV, DEFAULT_MAX_CONCURRENCY, DEFAU
 if TYPE_CHECKING:
     from agent_eval.results import RunReport
 
-__all__ = ["main"]
+__all__ = ["main", "serve_warm"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_parser(commands)
     _add_history_parsers(commands)
     _add_stored_run_parsers(commands)
-    _add_server_parser(commands)
+    add_server_parser(commands)
     add_import_sessions_parser(commands)
     return parser
 
@@ -178,12 +179,6 @@ def _add_stored_run_parsers(commands: Any) -> None:
         command.add_argument("--db-url", help="store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)")
     for command in (rerun, rescore):  # `report` runs no flow: it has no Prefect logs to show
         command.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
-
-
-def _add_server_parser(commands: Any) -> None:
-    """`server start|stop|status`: the local Prefect server that runs reuse (`agent_eval.server`)."""
-    server = commands.add_parser("server", help="start, stop or show the local Prefect server that runs reuse")
-    server.add_argument("action", choices=["start", "stop", "status"])
 
 
 def _add_history_parsers(commands: Any) -> None:
@@ -356,24 +351,6 @@ def compare_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def server_command(args: argparse.Namespace) -> int:
-    """`agent-eval server start|stop|status`: one line about the local Prefect server."""
-    from agent_eval import server
-
-    if args.action == "start":
-        running, started = server.start_local_server()
-        server.wait_until_healthy(running)
-        state = "started" if started else "already running"
-        print(f"Local Prefect server {state}: UI {running.ui_url}, PREFECT_API_URL={running.api_url}")
-        return EXIT_OK
-    found = server.stop_local_server() if args.action == "stop" else server.local_server_status()
-    if found is None:
-        print("No local Prefect server runs")
-    else:
-        print(f"{'Stopped the' if args.action == 'stop' else 'Running:'} local Prefect server, UI {found.ui_url}")
-    return EXIT_OK
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": run_command,
     "history": history_command,
@@ -397,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     verbose = getattr(args, "verbose", False)
     _quiet_prefect(verbose)
+    if args.command in STORE_COMMANDS and (code := _in_warm_process(args, argv)) is not None:
+        return code
     _print_case_events()
     if args.command in EVALUATING_COMMANDS:
         from agent_eval.shutdown import install_signal_handlers
@@ -409,7 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _open_store(args.db_url)
         if args.command in EVALUATING_COMMANDS:
             _start_prefect_server()
-        return _run_command(args)
+        code = _run_command(args)
+        if args.command in EVALUATING_COMMANDS and not verbose:
+            keep_warm()
+        return code
     except EvalInputError as error:  # and RunNotFoundError: an unknown run id
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
     except InfrastructureError as error:
@@ -424,6 +406,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agent_eval.progress import uninstall_progress
 
         uninstall_progress()
+
+
+def _in_warm_process(args: argparse.Namespace, argv: Sequence[str] | None) -> int | None:
+    """The command's exit code when the warm process ran it (`agent_eval.warm`), else None: run it here (as
+    for arguments that fail the cheap checks, answered here at once)."""
+    from agent_eval.warm import run_in_warm_process
+
+    try:
+        _check_arguments(args)
+    except EvalInputError:
+        return None
+    return run_in_warm_process(sys.argv[1:] if argv is None else argv)
+
+
+def serve_warm() -> None:
+    """The warm process's entry point (`agent_eval.warm`): serve runs of this command line until stopped."""
+    from agent_eval.warm import serve
+
+    serve(main)
 
 
 def _show_progress(args: argparse.Namespace) -> None:

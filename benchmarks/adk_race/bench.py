@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from adk_race.evalsets import write_eval_set
-from adk_race.processes import Measured, Server, child_env, run_measured, settle
+from adk_race.processes import Measured, Server, child_env, run_measured, settle, warm_log_size, with_warm_child
 
 __all__ = ["Bench", "Row", "median", "spread"]
 
@@ -108,7 +108,9 @@ class Bench:
         store = db or self.home / "store.db"
         command = [str(self.agent_eval), "run", str(evalset), "--agent", str(self.agents_dir)]
         command += ["--db-url", f"sqlite:///{store}", *self.quiet, *extra]
-        return run_measured(command, env, self.folder)
+        home = Path(env["AGENT_EVAL_HOME"])
+        offset = warm_log_size(home)
+        return with_warm_child(run_measured(command, env, self.folder), home, offset)
 
     def adk_eval(self, evalset: Path, config: Path, env: dict[str, str]) -> Measured:
         """`adk eval AGENT_DIR EVALSET --config_file_path CONFIG` in ADK's own venv."""
@@ -135,15 +137,17 @@ class Bench:
     def log(self, label: str, tool: str, run: Measured, extra: str = "") -> None:
         """One progress line on stderr."""
         figures = f"{run.wall:.2f} s, CPU {run.cpu:.2f} s, {run.peak_mib:.0f} MiB, exit {run.returncode}"
+        figures += " (warm process)" if run.warm else ""
         print(f"  [{label}] {tool}: {figures} {extra}", file=sys.stderr)
 
     def race(
-        self, label: str, cases: int, repeat: int, *ae_extra: str, latency: str = "0"
+        self, label: str, cases: int, repeat: int, *ae_extra: str, latency: str = "0", warm: bool = True
     ) -> tuple[list[Measured], list[Measured], list[float]]:
         """`repeat` alternating timed runs of both tools on `cases` race cases against the shared server, each
-        from an idle server; returns (agent-eval runs, adk eval runs, seconds the server stayed busy after ours)."""
+        from an idle server; returns (agent-eval runs, adk eval runs, seconds the server stayed busy after ours).
+        `warm=False`: agent-eval without its warm process (`AGENT_EVAL_WARM=0`)."""
         evalset, config = self.eval_set(cases)
-        env = self.env(RACE_LATENCY_SECONDS=latency)
+        env = self.env(RACE_LATENCY_SECONDS=latency, **({} if warm else {"AGENT_EVAL_WARM": "0"}))
         ours, theirs, backlog = [], [], []
         for _ in range(repeat):
             settle(self.server)

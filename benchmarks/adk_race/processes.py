@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 __all__ = [
@@ -71,13 +72,41 @@ STARTUP_TIMEOUT = 180.0
 @dataclass(frozen=True)
 class Measured:
     """One finished process: wall seconds, CPU seconds (user + system, with the children it waited for), peak
-    RSS in MiB, exit code, and what it printed (both streams)."""
+    RSS in MiB, exit code, and what it printed (both streams). `warm`: agent-eval's warm process ran the command,
+    and its forked child's CPU and peak RSS are counted in (`with_warm_child`)."""
 
     wall: float
     cpu: float
     peak_mib: float
     returncode: int
     output: str
+    warm: bool = False
+
+
+_WARM_RUN = re.compile(r"^run pid=\d+ exit=\d+ wall_s=\S+ max_rss_mib=(\S+) cpu_s=(\S+) ")
+
+
+def warm_log_size(home: Path) -> int:
+    """How many bytes `$AGENT_EVAL_HOME/warm.log` holds now (0 without one)."""
+    log = home / "warm.log"
+    return log.stat().st_size if log.exists() else 0
+
+
+def with_warm_child(run: Measured, home: Path, log_offset: int) -> Measured:
+    """`run` with the warm process's child counted in, when the warm log grew a run line since `log_offset`:
+    the child's CPU added to the client's, the peak the larger of both (the largest single process)."""
+    log = home / "warm.log"
+    if not log.exists():
+        return run
+    with log.open("rb") as handle:
+        handle.seek(log_offset)
+        found = [_WARM_RUN.match(line) for line in handle.read().decode(errors="replace").splitlines()]
+    children = [match for match in found if match]
+    if not children:
+        return run
+    peak = max(float(match[1]) for match in children)
+    cpu = sum(float(match[2]) for match in children)
+    return replace(run, cpu=run.cpu + cpu, peak_mib=max(run.peak_mib, peak), warm=True)
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,15 @@ def _speed_row(label: str, ours: list[Measured], theirs: list[Measured], goal: f
 
 
 def scenario_1(bench: Bench) -> list[Row]:
-    """1 case, no latency, server up."""
+    """1 case, no latency, server up: with the warm process `agent-eval server start` starts beside it (the
+    goal's row), and without it (`AGENT_EVAL_WARM=0`, every run imports everything itself)."""
     ours, theirs, backlog = bench.race("1", 1, bench.repeat)
     row = _speed_row("1: 1 case, server up", ours, theirs, 0.5)
     row.notes.append(f"server busy after ours: {spread(backlog)} (in no wall time)")
-    return [row]
+    warm_runs = sum(run.warm for run in ours)
+    row.notes.append(f"{warm_runs} of {len(ours)} agent-eval runs went through the warm process")
+    cold, cold_theirs, _ = bench.race("1-cold", 1, bench.repeat, warm=False)
+    return [row, _speed_row("1: 1 case, server up, AGENT_EVAL_WARM=0", cold, cold_theirs, None)]
 
 
 def _stop_left_server(bench: Bench, env: dict[str, str], home: Path) -> bool:

@@ -1,0 +1,143 @@
+"""Starting, finding and stopping the warm process (`agent-eval server start|stop|status`).
+
+Internal: the interface is the `agent-eval` command; this module's names may change between releases."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from agent_eval.settings import home_dir
+from agent_eval.shutdown import process_alive
+from agent_eval.warm.protocol import socket_path
+
+__all__ = [
+    "READY_TIMEOUT_SECONDS",
+    "WarmProcess",
+    "log_path",
+    "start_warm_process",
+    "stop_warm_process",
+    "wait_until_ready",
+    "warm_process_status",
+]
+
+READY_TIMEOUT_SECONDS = 60.0
+_STATE_FILE = "warm.json"
+
+
+@dataclass(frozen=True)
+class WarmProcess:
+    """The running warm process: its pid and the socket runs reach it on."""
+
+    pid: int
+    socket_path: str
+    started_at: float
+
+
+def warm_process_status() -> WarmProcess | None:
+    """The warm process when it runs and listens, else None (still importing, or not running)."""
+    warm = _recorded()
+    return warm if warm is not None and Path(warm.socket_path).exists() else None
+
+
+def start_warm_process() -> WarmProcess:
+    """The warm process, started detached in the background if none runs (`wait_until_ready` waits for its
+    imports); it logs to `log_path()`. A file lock keeps two runs that end at once from starting two."""
+    with _state_lock():
+        running = _recorded()
+        if running is not None:
+            return running
+        command = [sys.executable, "-c", "from agent_eval.cli import serve_warm; serve_warm()"]
+        launcher = subprocess.run(
+            ["sh", "-c", '"$@" >>"$0" 2>&1 </dev/null & echo $!', str(log_path()), *command],
+            capture_output=True,
+            text=True,
+            start_new_session=True,
+            check=True,
+        )
+        pid = int(launcher.stdout.strip())
+        warm = WarmProcess(pid=pid, socket_path=str(socket_path()), started_at=time.time())
+        _state_path().write_text(json.dumps(asdict(warm)), encoding="utf-8")
+        return warm
+
+
+def wait_until_ready(warm: WarmProcess, timeout: float = READY_TIMEOUT_SECONDS) -> bool:
+    """Whether the warm process listens within `timeout` seconds (False: it died or is still importing)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process_alive(warm.pid):
+        if Path(warm.socket_path).exists():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def stop_warm_process(grace_seconds: float = 5.0) -> WarmProcess | None:
+    """Stop the warm process (SIGTERM, then SIGKILL), listening or not; runs it started go on to their end."""
+    with _state_lock():
+        warm = _recorded()
+        if warm is None:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(warm.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        while process_alive(warm.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(warm.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.unlink(warm.socket_path)
+        _state_path().unlink(missing_ok=True)
+        return warm
+
+
+def log_path() -> Path:
+    """`$AGENT_EVAL_HOME/warm.log`: the warm process's output, one line per run it served or sent back cold."""
+    path = home_dir() / "warm.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _recorded() -> WarmProcess | None:
+    """The warm process the state file names, if that pid still runs one (else the stale file is removed)."""
+    state = _state_path()
+    try:
+        warm = WarmProcess(**json.loads(state.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+    if process_alive(warm.pid) and _is_warm_process(warm.pid):
+        return warm
+    state.unlink(missing_ok=True)
+    return None
+
+
+def _is_warm_process(pid: int) -> bool:
+    """Whether `pid` still runs `serve_warm` (after a reboot the pid may belong to anything)."""
+    try:
+        return b"serve_warm" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the pid
+
+
+@contextlib.contextmanager
+def _state_lock() -> Iterator[None]:
+    path = _state_path().with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _state_path() -> Path:
+    return home_dir() / _STATE_FILE
