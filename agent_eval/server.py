@@ -58,6 +58,7 @@ SERVER_MODE_ENV = "AGENT_EVAL_PREFECT_SERVER"
 ServerMode = Literal["configured", "ephemeral", "local"]
 FIRST_PORT = 4200
 STARTUP_TIMEOUT_SECONDS = 90.0
+_START_TRIES = 3
 _STATE_FILE = "prefect-server.json"
 # Prefect's console handler and root logger: SQLAlchemy sets its own logger to WARNING at import, so only the
 # handler's level keeps its ERRORs out; the root level quiets every other library.
@@ -150,22 +151,73 @@ def start_local_server() -> tuple[LocalServer, bool]:
         return server, True
 
 
-def wait_until_healthy(server: LocalServer, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
-    """Block until the server answers `/api/health`.
+def wait_until_healthy(
+    server: LocalServer, timeout: float = STARTUP_TIMEOUT_SECONDS, announce: bool = True
+) -> LocalServer:
+    """Block until the server answers `/api/health` from its own processes; returns it, or the server started in
+    its place when it died first (another home's server took its port meanwhile: a new port, up to 3 tries;
+    `announce`d as a first start is).
 
     Raises:
-        InfrastructureError: it died or did not answer within `timeout` seconds (its log is named).
+        InfrastructureError: it did not answer within `timeout` seconds, or died 3 times (its log is named).
     """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _healthy(server.api_url):
-            return
-        if not process_alive(server.pid):
+    for _ in range(_START_TRIES):
+        if _answers(server, timeout):
+            return server
+        if process_alive(server.pid):
             break
-        time.sleep(0.1)
+        server, started = start_local_server()
+        if started and announce:
+            announce_started(server)
     raise InfrastructureError(
         f"the local Prefect server at {server.ui_url} did not start within {timeout:g} s; see {_log_path()}"
     )
+
+
+def _answers(server: LocalServer, timeout: float) -> bool:
+    """Whether the server answers within `timeout` seconds (False at once when its process died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process_alive(server.pid):
+            return False
+        if _healthy(server.api_url) and _listens(server):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _listens(server: LocalServer) -> bool:
+    """Whether a process of the server's group holds the socket listening on its port (so a health answer is
+    its own, not another server's on the same port). Linux's `/proc`; elsewhere, assumed."""
+    try:
+        sockets = _listening_sockets(server.port)
+        members = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _in_group(pid, server.pgid)]
+    except OSError:
+        return True
+    for pid in members:
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in sockets for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                return True
+    return False
+
+
+def _listening_sockets(port: int) -> set[str]:
+    """`socket:[INODE]` of the TCP sockets listening on `port` (IPv4 and IPv6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table, encoding="ascii") as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    found.add(f"socket:[{fields[9]}]")
+    return found
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
 
 
 def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
@@ -200,7 +252,7 @@ def flow_server(announce: bool = True) -> Iterator[None]:
     server, started = start_local_server()
     if started and announce:
         announce_started(server)
-    wait_until_healthy(server)
+    server = wait_until_healthy(server, announce=announce)
     with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
         yield
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -98,14 +99,24 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
         assert process_alive(state["pid"])  # it outlives the runs that used it
         api_url = f"http://127.0.0.1:{state['port']}/api"
         assert len(_flow_run_names(api_url)) >= 2  # both flow runs are in its history
-        status = _cli(["server", "status"], env)
-        assert status.stdout.strip() == f"Running: local Prefect server, UI http://127.0.0.1:{state['port']}"
+        status = _cli(["server", "status"], env).stdout.splitlines()
+        assert status[0] == f"Running: local Prefect server, UI http://127.0.0.1:{state['port']}"
+        assert status[1] in ("No warm process runs", f"Running: the warm process, pid {_warm_pid(tmp_path)}")
     finally:
         stopped = _cli(["server", "stop"], env)
     assert stopped.stdout.strip().startswith("Stopped the local Prefect server")
     assert not process_alive(state["pid"])
     assert not (tmp_path / "home" / "prefect-server.json").exists()
-    assert _cli(["server", "status"], env).stdout.strip() == "No local Prefect server runs"
+    assert _cli(["server", "status"], env).stdout.splitlines() == [
+        "No local Prefect server runs",
+        "No warm process runs",
+    ]
+
+
+def _warm_pid(tmp_path: Path) -> int | None:
+    """The warm process the first run started when it ended (still importing, or listening)."""
+    state = tmp_path / "home" / "warm.json"
+    return int(json.loads(state.read_text())["pid"]) if state.exists() else None
 
 
 def test_a_state_file_naming_another_process_is_stale(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -141,3 +152,40 @@ def test_the_temporary_servers_libraries_stay_off_stderr(monkeypatch: pytest.Mon
 
     outside = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60)
     assert "Exception during reset" in outside.stderr  # the probe can fail: outside a run the ERROR shows
+
+
+HEALTHY_SERVER = """
+import http.server, sys
+class Healthy(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"true")
+    def log_message(self, *args):
+        pass
+httpd = http.server.HTTPServer(("127.0.0.1", 0), Healthy)
+print(httpd.server_address[1], flush=True)
+httpd.serve_forever()
+"""
+
+
+def test_a_health_answer_counts_only_from_the_servers_own_process() -> None:
+    """Two homes starting a server at once can pick the same free port; the one that loses the port must not
+    take the other's health answer for its own (it would report runs to another home's server)."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", HEALTHY_SERVER], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    ours = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert other.stdout is not None
+        port = int(other.stdout.readline())
+        theirs = server.LocalServer(pid=other.pid, pgid=other.pid, port=port, started_at=0.0)
+        impostor = server.LocalServer(pid=ours.pid, pgid=ours.pid, port=port, started_at=0.0)
+        assert server._answers(theirs, timeout=5.0)
+        assert not server._answers(impostor, timeout=1.0)  # healthy answers on its port, but not from it
+        ours.kill()
+        ours.wait()
+        started = time.monotonic()
+        assert not server._answers(impostor, timeout=30.0)  # and a dead server is not waited for
+        assert time.monotonic() - started < 1.0
+    finally:
+        other.kill()
+        ours.kill()
