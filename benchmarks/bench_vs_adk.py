@@ -12,7 +12,8 @@ Scenarios (`--only 1,2,...`; every timed run is a whole process, wall time; figu
 `--repeat` runs (default 3), `--long-repeat` for 4 and 7 (default 1), `--repeat-1000` for 5 (default 1), fewer
 so that the whole script stays under 15 min on a busy 2-core machine; agent-eval and ADK alternate run by run):
 1. 1 case, no latency, a local Prefect server already up (`agent-eval server start`, or `prefect server start`
-   with `PREFECT_API_URL` on CLIs without it). Goal: agent-eval <= 0.5 x adk eval.
+   with `PREFECT_API_URL` on CLIs without it), with the warm process `server start` starts beside it; and again
+   with `AGENT_EVAL_WARM=0` (no goal). Goal: agent-eval <= 0.5 x adk eval.
 2. 1 case, first run on a machine: fresh `AGENT_EVAL_HOME` / `PREFECT_HOME`, no server; `CI` unset (agent-eval
    starts its background server, stopped again after each run) and `CI=1` (Prefect's temporary server).
    Goal: <= 1.2 x adk eval.
