@@ -21,12 +21,10 @@ keeps two runs that start at once from starting two servers.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 import tomllib
@@ -36,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from agent_eval.background import runs_command, spawn_detached, state_lock
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
@@ -142,7 +141,7 @@ def local_server_status() -> LocalServer | None:
 def start_local_server() -> tuple[LocalServer, bool]:
     """The running local server, started in the background if there is none; returns it and whether this
     call started it. Does not wait for it to answer (`wait_until_healthy`), so a run loads its inputs meanwhile."""
-    with _state_lock():
+    with state_lock(_state_path()):
         running = local_server_status()
         if running is not None:
             return running, False
@@ -222,7 +221,7 @@ def _in_group(pid: int, pgid: int) -> bool:
 
 def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
     """Stop the local server (its whole process group: SIGTERM, then SIGKILL); returns it, or None if none ran."""
-    with _state_lock():
+    with state_lock(_state_path()):
         server = local_server_status()
         if server is None:
             return None
@@ -310,20 +309,10 @@ def announce_started(server: LocalServer) -> None:
 def _spawn(port: int) -> LocalServer:
     """`prefect server start` detached from this process: a shell starts it in the background and exits at
     once, so the server is not our child (a signal that stops the run does not stop it)."""
-    log = _log_path()
-    log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "true"}
     env.pop("PREFECT_API_URL", None)
-    launcher = subprocess.run(
-        ["sh", "-c", '"$@" >>"$0" 2>&1 </dev/null & echo $!', str(log), *command],
-        env=env,
-        capture_output=True,
-        text=True,
-        start_new_session=True,
-        check=True,
-    )
-    pid = int(launcher.stdout.strip())
+    pid = spawn_detached(command, _log_path(), env)
     return LocalServer(pid=pid, pgid=os.getpgid(pid), port=port, started_at=time.time())
 
 
@@ -349,29 +338,13 @@ def _healthy(api_url: str) -> bool:
 
 
 def _is_prefect_server(pid: int) -> bool:
-    """Whether `pid` still runs `prefect server start` (after a reboot the pid may belong to anything)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return True  # no /proc: trust the pid
-    return b"prefect" in command and b"server" in command
+    """Whether `pid` still runs `prefect server start`."""
+    return runs_command(pid, b"prefect", b"server")
 
 
 def _signal_group(pgid: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-
-
-@contextlib.contextmanager
-def _state_lock() -> Iterator[None]:
-    path = _state_path().with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _state_path() -> Path:

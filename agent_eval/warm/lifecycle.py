@@ -5,17 +5,15 @@ Internal: the interface is the `agent-eval` command; this module's names may cha
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from agent_eval.background import runs_command, spawn_detached, state_lock
 from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
 from agent_eval.warm.protocol import socket_path
@@ -52,19 +50,12 @@ def warm_process_status() -> WarmProcess | None:
 def start_warm_process() -> WarmProcess:
     """The warm process, started detached in the background if none runs (`wait_until_ready` waits for its
     imports); it logs to `log_path()`. A file lock keeps two runs that end at once from starting two."""
-    with _state_lock():
+    with state_lock(_state_path()):
         running = _recorded()
         if running is not None:
             return running
         command = [sys.executable, "-c", "from agent_eval.cli import serve_warm; serve_warm()"]
-        launcher = subprocess.run(
-            ["sh", "-c", '"$@" >>"$0" 2>&1 </dev/null & echo $!', str(log_path()), *command],
-            capture_output=True,
-            text=True,
-            start_new_session=True,
-            check=True,
-        )
-        pid = int(launcher.stdout.strip())
+        pid = spawn_detached(command, log_path())
         warm = WarmProcess(pid=pid, socket_path=str(socket_path()), started_at=time.time())
         _state_path().write_text(json.dumps(asdict(warm)), encoding="utf-8")
         return warm
@@ -82,7 +73,7 @@ def wait_until_ready(warm: WarmProcess, timeout: float = READY_TIMEOUT_SECONDS) 
 
 def stop_warm_process(grace_seconds: float = 5.0) -> WarmProcess | None:
     """Stop the warm process (SIGTERM, then SIGKILL), listening or not; runs it started go on to their end."""
-    with _state_lock():
+    with state_lock(_state_path()):
         warm = _recorded()
         if warm is None:
             return None
@@ -113,30 +104,10 @@ def _recorded() -> WarmProcess | None:
         warm = WarmProcess(**json.loads(state.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
-    if process_alive(warm.pid) and _is_warm_process(warm.pid):
+    if process_alive(warm.pid) and runs_command(warm.pid, b"serve_warm"):
         return warm
     state.unlink(missing_ok=True)
     return None
-
-
-def _is_warm_process(pid: int) -> bool:
-    """Whether `pid` still runs `serve_warm` (after a reboot the pid may belong to anything)."""
-    try:
-        return b"serve_warm" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc: trust the pid
-
-
-@contextlib.contextmanager
-def _state_lock() -> Iterator[None]:
-    path = _state_path().with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _state_path() -> Path:

@@ -1,0 +1,52 @@
+"""Processes agent-eval leaves running in the background (the local Prefect server, the warm process): started
+detached, found again through a state file, guarded by a file lock.
+
+Internal: the public API is `agent_eval`'s; this module's names may change between releases."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+__all__ = ["runs_command", "spawn_detached", "state_lock"]
+
+
+def spawn_detached(command: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> int:
+    """Start `command` in the background with its output appended to `log`; returns its pid. A shell starts it
+    in a new session and exits at once, so it is not our child: a signal that stops us does not stop it."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    launcher = subprocess.run(
+        ["sh", "-c", '"$@" >>"$0" 2>&1 </dev/null & echo $!', str(log), *command],
+        env=None if env is None else dict(env),
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        check=True,
+    )
+    return int(launcher.stdout.strip())
+
+
+def runs_command(pid: int, *words: bytes) -> bool:
+    """Whether `pid`'s command line holds every one of `words` (after a reboot a recorded pid may belong to
+    anything); True where there is no `/proc` to read."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return all(word in command for word in words)
+
+
+@contextlib.contextmanager
+def state_lock(state: Path) -> Iterator[None]:
+    """An exclusive lock on `state`'s `.lock` file beside it, held while the block runs."""
+    path = state.with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
