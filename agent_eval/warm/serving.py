@@ -115,6 +115,8 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
             with contextlib.suppress(OSError):
                 os.unlink(socket_path())
             _drain(children)
+            sys.stdout.flush()
+            os._exit(0)  # nothing ran here to finish: the preloaded libraries' exit hooks would only cost time
 
 
 def _wake_on_child_exit() -> tuple[socket.socket, socket.socket]:
