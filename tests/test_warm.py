@@ -194,6 +194,7 @@ def test_newer_code_starts_cold_and_the_run_starts_a_fresh_warm_process(
     old_pid = stack.warm_pid()
     for name, value in stack.env.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.delenv("CI", raising=False)  # as the stack's commands run (CI sets it for this suite)
     monkeypatch.setattr(warm.client, "code_fingerprint", lambda: ["a newer agent-eval"])
     assert warm.run_in_warm_process(["history"]) is None  # run it yourself
     deadline = time.monotonic() + 30  # generous: CI runs two test processes on two busy cores
