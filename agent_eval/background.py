@@ -15,11 +15,13 @@ __all__ = ["runs_command", "spawn_detached", "state_lock"]
 
 
 def spawn_detached(command: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> int:
-    """Start `command` in the background with its output appended to `log`; returns its pid. A shell starts it
-    in a new session and exits at once, so it is not our child: a signal that stops us does not stop it."""
+    """Start `command` in the background, in `log`'s folder, with its output appended to `log`; returns its pid.
+    A shell starts it in a new session and exits at once, so it is not our child: a signal that stops us does
+    not stop it. (Not in the caller's folder: a `python -c` there would import that folder's modules.)"""
     log.parent.mkdir(parents=True, exist_ok=True)
     launcher = subprocess.run(
         ["sh", "-c", '"$@" >>"$0" 2>&1 </dev/null & echo $!', str(log), *command],
+        cwd=log.parent,
         env=None if env is None else dict(env),
         capture_output=True,
         text=True,
