@@ -1,5 +1,5 @@
 """Processes agent-eval leaves running in the background (the local Prefect server, the warm process): started
-detached, found again through a state file, guarded by a file lock.
+detached, found again through a state file, guarded by a file lock, stopped; never left behind in CI.
 
 Internal: the public API is `agent_eval`'s; this module's names may change between releases."""
 
@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["runs_command", "spawn_detached", "state_lock"]
+from agent_eval.shutdown import process_alive
+
+__all__ = ["in_ci", "runs_command", "spawn_detached", "state_lock", "stop_process"]
+
+
+def in_ci() -> bool:
+    """Whether `CI` is set (to anything but `0`, `false` or `no`): a CI job must leave no background process."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def spawn_detached(command: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> int:
@@ -29,6 +39,24 @@ def spawn_detached(command: Sequence[str], log: Path, env: Mapping[str, str] | N
         check=True,
     )
     return int(launcher.stdout.strip())
+
+
+def stop_process(pid: int, grace_seconds: float, group: int | None = None) -> None:
+    """SIGTERM to `pid` (to its whole process `group` when given), up to `grace_seconds` for `pid` to end, then
+    SIGKILL; a process already gone is no error."""
+
+    def send(signum: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group is None:
+                os.kill(pid, signum)
+            else:
+                os.killpg(group, signum)
+
+    send(signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    send(signal.SIGKILL)
 
 
 def runs_command(pid: int, *words: bytes) -> bool:

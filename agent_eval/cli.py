@@ -374,7 +374,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     verbose = getattr(args, "verbose", False)
     _quiet_prefect(verbose)
-    if args.command in STORE_COMMANDS and (code := _in_warm_process(args, argv)) is not None:
+    try:
+        _check_arguments(args)
+    except EvalInputError as error:
+        return _error_line(error.one_line(), EXIT_BAD_INPUT)
+    if args.command in STORE_COMMANDS and (code := _in_warm_process(argv)) is not None:
         return code
     _print_case_events()
     if args.command in EVALUATING_COMMANDS:
@@ -383,7 +387,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         install_signal_handlers()
         _show_progress(args)
     try:
-        _check_arguments(args)
         if args.command in STORE_COMMANDS:
             _open_store(args.db_url)
         if args.command in EVALUATING_COMMANDS:
@@ -408,15 +411,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         uninstall_progress()
 
 
-def _in_warm_process(args: argparse.Namespace, argv: Sequence[str] | None) -> int | None:
-    """The command's exit code when the warm process ran it (`agent_eval.warm`), else None: run it here (as
-    for arguments that fail the cheap checks, answered here at once)."""
+def _in_warm_process(argv: Sequence[str] | None) -> int | None:
+    """The command's exit code when the warm process ran it (`agent_eval.warm`), else None: run it here."""
     from agent_eval.warm import run_in_warm_process
 
-    try:
-        _check_arguments(args)
-    except EvalInputError:
-        return None
     return run_in_warm_process(sys.argv[1:] if argv is None else argv)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import sys
 import time
@@ -34,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent_eval.background import runs_command, spawn_detached, state_lock
+from agent_eval.background import in_ci, runs_command, spawn_detached, state_lock, stop_process
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
@@ -97,7 +96,7 @@ def server_mode() -> ServerMode:
         return "ephemeral" if chosen == "ephemeral" else "local"
     if chosen:
         raise EvalInputError(f"{SERVER_MODE_ENV}={chosen!r} is not one of 'local', 'ephemeral'")
-    return "ephemeral" if _in_ci() else "local"
+    return "ephemeral" if in_ci() else "local"
 
 
 def configured_api_url() -> str | None:
@@ -119,10 +118,6 @@ def _profile_api_url() -> str | None:
     active = os.environ.get("PREFECT_PROFILE") or profiles.get("active") or "ephemeral"
     value = profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL")
     return str(value) if value else None
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def local_server_status() -> LocalServer | None:
@@ -225,11 +220,7 @@ def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
         server = local_server_status()
         if server is None:
             return None
-        _signal_group(server.pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_seconds
-        while process_alive(server.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        _signal_group(server.pgid, signal.SIGKILL)
+        stop_process(server.pid, grace_seconds, group=server.pgid)
         _state_path().unlink(missing_ok=True)
         return server
 
@@ -340,11 +331,6 @@ def _healthy(api_url: str) -> bool:
 def _is_prefect_server(pid: int) -> bool:
     """Whether `pid` still runs `prefect server start`."""
     return runs_command(pid, b"prefect", b"server")
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
 
 
 def _state_path() -> Path:

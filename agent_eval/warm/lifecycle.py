@@ -7,13 +7,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent_eval.background import runs_command, spawn_detached, state_lock
+from agent_eval.background import runs_command, spawn_detached, state_lock, stop_process
 from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
 from agent_eval.warm.protocol import socket_path
@@ -78,13 +77,7 @@ def stop_warm_process(grace_seconds: float = 5.0) -> WarmProcess | None:
         warm = _recorded()
         if warm is None:
             return None
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(warm.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_seconds
-        while process_alive(warm.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(warm.pid, signal.SIGKILL)
+        stop_process(warm.pid, grace_seconds)
         with contextlib.suppress(OSError):
             os.unlink(warm.socket_path)
         _state_path().unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
+from agent_eval.background import in_ci
 from agent_eval.settings import home_dir
 
 __all__ = [
@@ -59,7 +60,7 @@ def warm_wanted() -> bool:
     """Whether runs may use (and start) a warm process: not in CI, not with `AGENT_EVAL_WARM=0`."""
     if os.environ.get(WARM_ENV, "").strip().lower() in ("0", "false", "no"):
         return False
-    return os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no")
+    return not in_ci()
 
 
 def code_fingerprint() -> list[Any]:
