@@ -33,6 +33,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from agent_eval.server import RECORDER_BATCH_DEFAULTS  # noqa: E402
 from tests.deployments.prefect_stack import POOL, PREFECT, PrefectStack  # noqa: E402
 from tests.store.conftest import fresh_postgres_database  # noqa: E402
 
@@ -73,6 +74,7 @@ def _stack(home: Path, prefect_db: str, store_url: str, latency: float) -> Prefe
         "AGENT_EVAL_DB_URL": store_url,
         "PREFECT_WORKER_QUERY_SECONDS": "2",
         "BENCH_AGENT_LATENCY": str(latency),
+        **RECORDER_BATCH_DEFAULTS,  # as deployments/README.md recommends for a server of your own
     }
     stack = PrefectStack.start(home, env)
     for command in (("work-pool", "create", POOL, "--type", "process"),

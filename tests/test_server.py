@@ -99,6 +99,11 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
         assert process_alive(state["pid"])  # it outlives the runs that used it
         api_url = f"http://127.0.0.1:{state['port']}/api"
         assert len(_flow_run_names(api_url)) >= 2  # both flow runs are in its history
+        server_env = _environment_of(state["pid"])
+        assert server_env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE"] == "500"
+        assert server_env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL"] == "1"
+        # written in batches, every case run's task run still reaches the history within the flush interval
+        assert _completed_invocations(api_url, wait_for=4) == sorted(["invoke alpha #0", "invoke beta #0"] * 2)
         status = _cli(["server", "status"], env).stdout.splitlines()
         assert status[0] == f"Running: local Prefect server, UI http://127.0.0.1:{state['port']}"
         assert status[1] in ("No warm process runs", f"Running: the warm process, pid {_warm_pid(tmp_path)}")
@@ -111,6 +116,26 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
         "No local Prefect server runs",
         "No warm process runs",
     ]
+
+
+def _environment_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().partition("=")[::2] for item in raw if item)
+
+
+def _completed_invocations(api_url: str, wait_for: int, timeout: float = 10.0) -> list[str]:
+    """The names of the completed `invoke-case` task runs, once there are `wait_for` (or the timeout passed)."""
+    body = json.dumps({"task_runs": {"name": {"like_": "invoke "}, "state": {"type": {"any_": ["COMPLETED"]}}}})
+    deadline = time.monotonic() + timeout
+    while True:
+        request = urllib.request.Request(
+            f"{api_url}/task_runs/filter", data=body.encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            names = sorted(run["name"] for run in json.load(response))
+        if len(names) >= wait_for or time.monotonic() > deadline:
+            return names
+        time.sleep(0.25)
 
 
 def _warm_pid(tmp_path: Path) -> int | None:
@@ -152,6 +177,25 @@ def test_the_temporary_servers_libraries_stay_off_stderr(monkeypatch: pytest.Mon
 
     outside = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60)
     assert "Exception during reset" in outside.stderr  # the probe can fail: outside a run the ERROR shows
+
+
+@pytest.mark.usefixtures("no_server_settings")
+def test_the_temporary_server_writes_task_runs_in_batches_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Prefect's temporary server (a child started inside the run) inherits the recorder's batch settings; a
+    value the user set wins; the run's environment is restored after."""
+    monkeypatch.setenv(server.SERVER_MODE_ENV, "ephemeral")
+    batch, flush = server.RECORDER_BATCH_DEFAULTS  # the setting names
+    monkeypatch.setenv(flush, "3")
+    monkeypatch.delenv(batch, raising=False)
+    probe = [sys.executable, "-c", f"import os; print(os.environ.get({batch!r}), os.environ.get({flush!r}))"]
+
+    with server.flow_server():
+        child = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=60)
+    assert child.stdout.split() == ["500", "3"]
+    assert batch not in os.environ
+    assert os.environ[flush] == "3"
 
 
 HEALTHY_SERVER = """
