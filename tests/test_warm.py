@@ -219,3 +219,45 @@ def test_ci_and_the_opt_out_never_use_a_warm_process(monkeypatch: pytest.MonkeyP
     assert warm.warm_wanted()
     monkeypatch.setenv(warm.WARM_ENV, "0")
     assert not warm.warm_wanted()
+
+
+SERVE_ONLY = "from agent_eval.warm.serving import serve; serve(lambda argv: 0, preload=())"
+
+
+def test_an_idle_warm_process_exits_and_removes_its_socket(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With no request for `AGENT_EVAL_WARM_IDLE_MINUTES`, the warm process leaves on its own (its memory freed)
+    and says why in its log; its socket is gone, so the next run starts a fresh one."""
+    env = {**os.environ, "AGENT_EVAL_HOME": str(tmp_path), warm.serving.IDLE_ENV: "0.03"}  # 1.8 s
+    serving = subprocess.Popen(
+        [sys.executable, "-c", SERVE_ONLY], env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    monkeypatch.setenv("AGENT_EVAL_HOME", str(tmp_path))
+    socket_file = warm.protocol.socket_path()
+    try:
+        deadline = time.monotonic() + 30
+        while not socket_file.exists() and serving.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert socket_file.exists()
+        listening = time.monotonic()
+        output, _ = serving.communicate(timeout=EXIT_DEADLINE)
+    finally:
+        serving.kill()
+    assert 1.5 < time.monotonic() - listening < 1.8 + EXIT_DEADLINE
+    assert serving.returncode == 0
+    assert output.strip() == f"stopped: idle for 0.03 min ({warm.serving.IDLE_ENV})"
+    assert not socket_file.exists()
+
+
+def test_the_idle_limit_is_minutes_from_the_environment_and_zero_means_never(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    idle = warm.serving.idle_limit_seconds
+    monkeypatch.delenv(warm.serving.IDLE_ENV, raising=False)
+    assert idle() == 3600
+    monkeypatch.setenv(warm.serving.IDLE_ENV, "2.5")
+    assert idle() == 150
+    monkeypatch.setenv(warm.serving.IDLE_ENV, "0")
+    assert idle() is None
+    monkeypatch.setenv(warm.serving.IDLE_ENV, "soon")
+    assert idle() == 3600
+    assert capsys.readouterr().out == "AGENT_EVAL_WARM_IDLE_MINUTES='soon' is no number of minutes: 60 used\n"

@@ -24,6 +24,8 @@ Rules (README "The everyday loop"):
   at import: so a run with `-v`, or against a server that `PREFECT_API_URL` names, starts cold); or Prefect's
   settings seen from the client's folder differ (a `prefect.toml` or `.env` there). The bad-input checks that
   need no import (a missing file) answer in the client at once.
+- **When it leaves.** After `AGENT_EVAL_WARM_IDLE_MINUTES` (default 60; 0: never) with no request and no run,
+  it exits and frees its memory; the next run on the local server starts it again.
 - **If the warm process dies mid-run** (SIGKILL), its child finishes the run; the client then prints one line
   and exits 4, as it cannot learn the exit code.
 - **Its log** (`$AGENT_EVAL_HOME/warm.log`) has one line per run (exit code, wall time, peak RSS and CPU time of

@@ -34,7 +34,7 @@ from agent_eval.warm.protocol import (
     socket_path,
 )
 
-__all__ = ["PRELOADED", "serve"]
+__all__ = ["DEFAULT_IDLE_MINUTES", "IDLE_ENV", "PRELOADED", "idle_limit_seconds", "serve"]
 
 PRELOADED = (
     "agent_eval.cli",
@@ -72,6 +72,8 @@ PRELOADED = (
 """What the warm process imports before it serves (what is not installed is skipped): the modules a run of an
 ADK or Python agent imports, measured on the race agent (`benchmarks/bench_vs_adk.py`); never the user's own."""
 
+IDLE_ENV = "AGENT_EVAL_WARM_IDLE_MINUTES"
+DEFAULT_IDLE_MINUTES = 60.0
 _ACCEPT_POLL_SECONDS = 1.0
 _DRAIN_SECONDS = 20.0
 _COLD_EXIT = 75  # a child that found Prefect's settings changed; no command of ours exits with it
@@ -87,8 +89,9 @@ class _Child:
 
 
 def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -> None:
-    """Import `preload`, then serve commands on the socket until SIGTERM or a request from newer code. `run` is
-    the CLI's `main`, called in each forked child with the client's arguments."""
+    """Import `preload`, then serve commands on the socket until SIGTERM, a request from newer code, or
+    `idle_limit_seconds()` with no request and no run. `run` is the CLI's `main`, called in each forked child
+    with the client's arguments."""
     for name in preload:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -98,6 +101,7 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
     children: dict[int, _Child] = {}
     woken, waker = _wake_on_child_exit()
     signal.signal(signal.SIGTERM, _exit_on_signal)
+    idle_limit, last_busy = idle_limit_seconds(), time.monotonic()
     try:
         while True:
             readable, _, _ = select.select([listener, woken], [], [], _ACCEPT_POLL_SECONDS)
@@ -106,6 +110,11 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
                     woken.recv(4096)
             _report_finished(children)
             if listener in readable and not _serve_one(listener, run, expected, children):
+                break
+            if children or listener in readable:
+                last_busy = time.monotonic()
+            elif idle_limit is not None and time.monotonic() - last_busy >= idle_limit:
+                print(f"stopped: idle for {idle_limit / 60:g} min ({IDLE_ENV})", flush=True)
                 break
     finally:
         if not in_warm_child():  # a forked child's exit unwinds through here too: the socket is not its own
@@ -117,6 +126,19 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
             _drain(children)
             sys.stdout.flush()
             os._exit(0)  # nothing ran here to finish: the preloaded libraries' exit hooks would only cost time
+
+
+def idle_limit_seconds() -> float | None:
+    """How long the warm process waits for a request before it exits, freeing its memory (~250 MB):
+    `AGENT_EVAL_WARM_IDLE_MINUTES` (default 60; 0 or less: never). A value that is no number counts as the
+    default, and says so in the warm log (the warm process has no terminal to tell)."""
+    raw = os.environ.get(IDLE_ENV, "").strip()
+    try:
+        minutes = float(raw) if raw else DEFAULT_IDLE_MINUTES
+    except ValueError:
+        print(f"{IDLE_ENV}={raw!r} is no number of minutes: {DEFAULT_IDLE_MINUTES:g} used", flush=True)
+        minutes = DEFAULT_IDLE_MINUTES
+    return minutes * 60 if minutes > 0 else None
 
 
 def _wake_on_child_exit() -> tuple[socket.socket, socket.socket]:
