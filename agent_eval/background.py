@@ -10,13 +10,18 @@ import fcntl
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from agent_eval.shutdown import process_alive
 
-__all__ = ["in_ci", "runs_command", "spawn_detached", "state_lock", "stop_process"]
+__all__ = ["in_ci", "runs_command", "spawn_detached", "state_lock", "stop_process", "stop_with_this_process"]
+
+_WATCHDOG_POLL_SECONDS = 0.25
+_watchdogs: dict[int, subprocess.Popen[bytes]] = {}
+"""The watchdog of each guarded pid, kept referenced so that it is never collected while it runs."""
 
 
 def in_ci() -> bool:
@@ -80,3 +85,33 @@ def state_lock(state: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def stop_with_this_process(pid: int, *words: bytes) -> None:
+    """Have `pid` (a child of ours that must not outlive us, such as Prefect's temporary server) stopped if this
+    process dies without stopping it: SIGKILL, the OOM killer. A small watchdog in its own session waits for this
+    process to end, then stops `pid` (SIGTERM, 5 s, SIGKILL) if it still runs a command holding every one of
+    `words`. After a normal exit, which stops the child itself, the watchdog finds it gone and just leaves.
+    One watchdog per pid, however often this is called."""
+    if pid in _watchdogs:
+        return
+    command = [sys.executable, "-P", "-c", "from agent_eval.background import watch; watch()", str(os.getpid())]
+    command += [str(pid), *(word.decode() for word in words)]
+    _watchdogs[pid] = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a signal to our process group (Ctrl-C) leaves it to do its job
+    )
+
+
+def watch() -> None:
+    """The watchdog's body (`stop_with_this_process`): `sys.argv` is [-c, watched pid, guarded pid, words...]."""
+    watched, guarded, words = int(sys.argv[1]), int(sys.argv[2]), [word.encode() for word in sys.argv[3:]]
+    while process_alive(watched):
+        if not process_alive(guarded):
+            return
+        time.sleep(_WATCHDOG_POLL_SECONDS)
+    if process_alive(guarded) and runs_command(guarded, *words):
+        stop_process(guarded, grace_seconds=5.0)

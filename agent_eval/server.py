@@ -33,7 +33,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent_eval.background import in_ci, runs_command, spawn_detached, state_lock, stop_process
+from agent_eval.background import (
+    in_ci,
+    runs_command,
+    spawn_detached,
+    state_lock,
+    stop_process,
+    stop_with_this_process,
+)
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
@@ -273,7 +280,29 @@ def _patient_ephemeral_start() -> Iterator[None]:
     updates = {setting: value for setting, value in defaults.items() if setting.name not in os.environ}
     batched = {name: value for name, value in RECORDER_BATCH_DEFAULTS.items() if name not in os.environ}
     with temporary_settings(updates=updates), _server_environment(batched), _quiet_server_libraries():
+        _start_guarded_temporary_server()
         yield
+
+
+def _start_guarded_temporary_server() -> None:
+    """Start Prefect's temporary server now (the one the run's Prefect client would start on its first request,
+    and reuses), and have it stopped should this process die without stopping it (see
+    `stop_with_this_process`): a SIGKILLed CI run leaves no server behind.
+
+    Raises:
+        InfrastructureError: it did not answer within the startup timeout.
+    """
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    temporary = SubprocessASGIServer()
+    timeout = int(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    try:
+        temporary.start(timeout=timeout)
+    except Exception as error:  # Prefect raises RuntimeError on a timeout, httpx's errors on a bad answer
+        raise InfrastructureError(f"Prefect's temporary server did not start within {timeout} s: {error}") from None
+    if temporary.server_process is not None:
+        stop_with_this_process(temporary.server_process.pid, b"prefect.server.api.server:create_app")
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ stored `cancelled`, and no process left behind (Prefect's temporary server inclu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -95,7 +96,42 @@ def test_a_signal_mid_run_cancels_the_run_and_leaves_no_process(tmp_path: Path, 
     run = get_run(run_id, get_engine(url))
     assert run.status == "cancelled"
     assert run.error in (f"stopped by {signum.name}", "CancelledError")  # by our handler, or by the flow itself
-    assert [pid for pid in children if _alive(pid)] == []
+    assert _left_after(children, seconds=3.0) == []  # the server's watchdog leaves a moment after the run
+
+
+def _left_after(pids: list[int], seconds: float) -> list[int]:
+    """Those of `pids` still alive after up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while (left := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_a_sigkilled_run_leaves_no_temporary_server_behind(tmp_path: Path) -> None:
+    """SIGKILL gives the run no chance to stop Prefect's temporary server: its watchdog does, within seconds."""
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
+    eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
+    store = tmp_path / "store.db"
+    url = f"sqlite:///{store}"
+    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent", "-q"]
+    process = subprocess.Popen(
+        [*command, "--max-concurrency", "1"], cwd=REPO_ROOT, env=_env(tmp_path, url), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_for_a_stored_case(process, url, store)
+        children = descendants(process.pid)
+        servers = [pid for pid in children if b"uvicorn" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(servers) == 1, children
+        process.kill()  # the run alone, as the OOM killer would: not its process group
+        process.communicate(timeout=EXIT_DEADLINE)
+        left = _left_after(children, seconds=15.0)
+    finally:
+        for pid in descendants(process.pid) + [pid for pid in children if _alive(pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    assert left == []  # the temporary server and its watchdog are gone
 
 
 def _alive(pid: int) -> bool:
