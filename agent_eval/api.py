@@ -15,7 +15,7 @@ from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
 from agent_eval.io.files import check_paths_exist
 from agent_eval.io.recorded import RECORDED_FORMATS, RecordedFormat, RecordedSource, detect_recorded_format
-from agent_eval.plan import EvalPlan, EvalRequest, prepare
+from agent_eval.plan import EvalPlan, EvalRequest, HandOver, prepare
 from agent_eval.results import RunReport
 from agent_eval.schema import EvalConfig
 from agent_eval.server import flow_server
@@ -87,8 +87,7 @@ def evaluate(
         InfrastructureError: the store or the agent's server cannot be reached; nothing is run or stored.
     """
     request = _eval_request(**_arguments(locals()))
-    plan = _checked_plan(request)
-    return run_sync(_evaluate_plan(request, plan))
+    return run_sync(_evaluate_plan(request, _checked_plan(request)))
 
 
 async def aevaluate(
@@ -240,7 +239,9 @@ async def _evaluate_plan(request: EvalRequest, plan: EvalPlan) -> RunReport:
     await preflight_agent(plan.agent)
     from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs
 
-    with flow_server():
+    handover = HandOver(plan)
+    del plan  # the flow takes it over: held here too, the eval sets would stay in memory after the flow freed them
+    with flow_server(), handover:
         return await _report_of(await agent_eval_flow(request, return_state=True))
 
 

@@ -37,11 +37,13 @@ __all__ = [
     "ConfigGroup",
     "EvalPlan",
     "EvalRequest",
+    "HandOver",
     "LimitOrigin",
     "ScoringBatch",
     "check_judges",
     "config_groups",
     "prepare",
+    "prepared",
     "ready_agent",
     "simulator_config",
 ]
@@ -268,6 +270,37 @@ def prepare(request: EvalRequest) -> EvalPlan:
         groups=groups,
         notes=notes,
     )
+
+
+_HANDED_OVER: dict[int, tuple[EvalRequest, EvalPlan]] = {}
+
+
+class HandOver:
+    """`plan`, handed over to the flow that runs `plan.request` in this process: from its creation to the end of
+    the `with` block, `prepared(plan.request)` returns `plan` (once) instead of loading the inputs again.
+
+    The API loads and checks the inputs before it starts Prefect (bad input: one line, no flow run); the flow
+    then takes that plan over, so the inputs are read once and held once. This object keeps no reference to
+    `plan`: once the caller drops its own, the flow alone holds the eval sets, and frees them with itself."""
+
+    def __init__(self, plan: EvalPlan) -> None:
+        self._key = id(plan.request)
+        _HANDED_OVER[self._key] = (plan.request, plan)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        _HANDED_OVER.pop(self._key, None)
+
+
+def prepared(request: EvalRequest) -> EvalPlan:
+    """The plan handed over for this very request object (`HandOver`), else `prepare(request)`: a flow run
+    started by Prefect (a deployment, a retry, a shard) loads its inputs itself."""
+    held = _HANDED_OVER.pop(id(request), None)
+    if held is not None and held[0] is request:
+        return held[1]
+    return prepare(request)
 
 
 def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tuple[str, ...]]:

@@ -28,7 +28,7 @@ from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
 from agent_eval.metrics.response import STEMMING_METRICS, preload_stemmer
 from agent_eval.outage import outage_error
-from agent_eval.plan import EvalPlan, EvalRequest, prepare
+from agent_eval.plan import EvalPlan, EvalRequest, prepared
 from agent_eval.progress import current_progress
 from agent_eval.render.console import format_summary, summary_table_rows
 from agent_eval.results import MetricResult, RunReport
@@ -53,7 +53,7 @@ async def agent_eval_flow(request: EvalRequest) -> Any:
     Completed with a message saying so, or Failed when the config's `regression.fail_on_regression` is set,
     its data being the report either way.
     """
-    return await run_plan(prepare(request), baseline_run_id=request.baseline_run_id)
+    return await run_plan(prepared(request), baseline_run_id=request.baseline_run_id)
 
 
 async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source_run_id: str | None = None) -> Any:
