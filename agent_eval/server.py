@@ -46,6 +46,7 @@ from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
 
 __all__ = [
+    "RECORDER_BATCH_DEFAULTS",
     "SERVER_MODE_ENV",
     "LocalServer",
     "ServerMode",
@@ -65,8 +66,6 @@ FIRST_PORT = 4200
 STARTUP_TIMEOUT_SECONDS = 90.0
 _START_TRIES = 3
 _STATE_FILE = "prefect-server.json"
-# Prefect's console handler and root logger: SQLAlchemy sets its own logger to WARNING at import, so only the
-# handler's level keeps its ERRORs out; the root level quiets every other library.
 RECORDER_BATCH_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "500",
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
@@ -75,6 +74,8 @@ RECORDER_BATCH_DEFAULTS = {
 least every second. Prefect's default writes each task-run event on its own, compiling a new bulk insert each
 time: ~25 ms of server CPU per case run on a 2-core machine, more than the run itself spends on the case;
 batched, ~11 ms. A task run shows in the UI up to a second later; a stopped server flushes what it holds."""
+# Prefect's console handler and root logger: SQLAlchemy sets its own logger to WARNING at import, so only the
+# handler's level keeps its ERRORs out; the root level quiets every other library.
 _SERVER_LOG_LEVEL_ENVS = ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "PREFECT_LOGGING_ROOT_LEVEL")
 
 
