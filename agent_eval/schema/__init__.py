@@ -1,0 +1,102 @@
+"""ADK-compatible evaluation models, the evaluation config, and agent-eval's own run records.
+
+Internal: the public API is `agent_eval`'s; this module's names may change between releases.
+
+Field names, defaults and enum values follow google-adk 2.x: every model accepts
+snake_case and camelCase keys and writes snake_case. Contents, function calls and function responses are
+`google.genai.types` objects, so files written by any ADK version (including the ones full of `null`s) load
+unchanged.
+
+The modules: `eval_sets` (eval sets, cases, invocations), `metrics` (criteria and metric results, as ADK's),
+`config` (the evaluation config and what it measures), `runs` (agent-eval's run records) and `base` (the base
+model and the content hash). Import every name from `agent_eval.schema` itself.
+"""
+
+from __future__ import annotations
+
+from agent_eval.schema.base import EvalBaseModel, content_hash
+from agent_eval.schema.config import (
+    DEFAULT_CRITERIA,
+    JUDGE_RETRY_LIMITS,
+    CodeConfig,
+    CustomMetricConfig,
+    EvalConfig,
+    JudgeConfig,
+    LimitsConfig,
+    RegressionConfig,
+    judge_retry_expected,
+    judge_retry_valid,
+    scoring_fingerprint,
+)
+from agent_eval.schema.eval_sets import (
+    ConversationScenario,
+    EvalCase,
+    EvalSet,
+    IntermediateData,
+    Invocation,
+    InvocationEvent,
+    InvocationEvents,
+    RecordedOrigin,
+    Rubric,
+    RubricContent,
+    RubricScore,
+    SessionInput,
+    ToolMock,
+    content_text,
+    tool_calls_of,
+)
+from agent_eval.schema.metrics import (
+    BaseCriterion,
+    EvalMetric,
+    EvalStatus,
+    EvaluationResult,
+    Interval,
+    MetricInfo,
+    MetricValueInfo,
+    PerInvocationResult,
+)
+from agent_eval.schema.runs import SERVER_SESSION_KEY, AgentRun, CacheOrigin, ErrorKind, TokenUsage
+
+__all__ = [
+    "DEFAULT_CRITERIA",
+    "JUDGE_RETRY_LIMITS",
+    "SERVER_SESSION_KEY",
+    "AgentRun",
+    "BaseCriterion",
+    "CacheOrigin",
+    "CodeConfig",
+    "ConversationScenario",
+    "CustomMetricConfig",
+    "ErrorKind",
+    "EvalBaseModel",
+    "EvalCase",
+    "EvalConfig",
+    "EvalMetric",
+    "EvalSet",
+    "EvalStatus",
+    "EvaluationResult",
+    "IntermediateData",
+    "Interval",
+    "Invocation",
+    "InvocationEvent",
+    "InvocationEvents",
+    "JudgeConfig",
+    "LimitsConfig",
+    "MetricInfo",
+    "MetricValueInfo",
+    "PerInvocationResult",
+    "RecordedOrigin",
+    "RegressionConfig",
+    "Rubric",
+    "RubricContent",
+    "RubricScore",
+    "SessionInput",
+    "TokenUsage",
+    "ToolMock",
+    "content_hash",
+    "content_text",
+    "judge_retry_expected",
+    "judge_retry_valid",
+    "scoring_fingerprint",
+    "tool_calls_of",
+]

@@ -1,0 +1,214 @@
+"""The evaluation config (ADK's `test_config.json` and agent-eval's own sections: regression, judge, limits) and
+the fingerprint of what a config measures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, ConfigDict, Field, ValidationInfo, alias_generators, field_validator, model_validator
+
+from agent_eval.schema.base import EvalBaseModel, content_hash
+from agent_eval.schema.metrics import BaseCriterion, EvalMetric, MetricInfo
+
+__all__ = [
+    "DEFAULT_CRITERIA",
+    "JUDGE_RETRY_LIMITS",
+    "CodeConfig",
+    "CustomMetricConfig",
+    "EvalConfig",
+    "JudgeConfig",
+    "LimitsConfig",
+    "RegressionConfig",
+    "judge_retry_expected",
+    "judge_retry_valid",
+    "scoring_fingerprint",
+]
+
+
+class CodeConfig(EvalBaseModel):
+    """Where a custom metric's function lives: `pkg.module.function`."""
+
+    name: str
+    args: list[Any] | None = None
+
+
+class CustomMetricConfig(EvalBaseModel):
+    """A custom metric declared in the config's `custom_metrics`."""
+
+    code_config: CodeConfig
+    metric_info: MetricInfo | None = None
+    description: str = ""
+
+
+class RegressionConfig(EvalBaseModel):
+    """agent-eval extension (`regression` in the config): how a run is compared with its baseline.
+
+    A metric regresses when its mean drops by more than `tolerance` (absolute; a dict gives per-metric
+    values) and the paired bootstrap interval at `confidence` excludes zero (`agent_eval.compare.regression`).
+    """
+
+    tolerance: float | dict[str, float] = 0.05
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    fail_on_regression: bool = False
+    alert_webhook: str | None = None
+
+
+JUDGE_RETRY_LIMITS: dict[str, tuple[float, float]] = {
+    "attempts": (1, 100),
+    "initial_delay": (0, 3600),
+    "max_delay": (0, 3600),
+}
+"""The valid range of each judge retry setting (config `judge.retry_<name>`, env `AGENT_EVAL_JUDGE_RETRY_<NAME>`):
+attempts a whole number, delays in seconds."""
+
+
+def judge_retry_expected(name: str) -> str:
+    """What the judge retry setting `name` (a key of `JUDGE_RETRY_LIMITS`) must be, e.g. `a whole number from 1
+    to 100`."""
+    low, high = JUDGE_RETRY_LIMITS[name]
+    kind = "a whole number" if name == "attempts" else "a number of seconds"
+    return f"{kind} from {low:g} to {high:g}"
+
+
+def judge_retry_valid(name: str, value: object) -> bool:
+    """Whether `value` is a valid judge retry setting `name` (a key of `JUDGE_RETRY_LIMITS`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    low, high = JUDGE_RETRY_LIMITS[name]
+    return low <= value <= high and (name != "attempts" or float(value).is_integer())
+
+
+class JudgeConfig(EvalBaseModel):
+    """agent-eval extension (`judge` in the config): how failed judge calls are retried.
+
+    Each setting left out comes from the environment (`AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
+    `AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY`, `AGENT_EVAL_JUDGE_RETRY_MAX_DELAY`), else ADK's default (7 attempts,
+    5 s doubling up to 120 s). Retry settings never change a judge answer's cache key nor what a run measured.
+
+    Attributes:
+        retry_attempts: calls in all, the first included (1 = no retry), 1..100.
+        retry_initial_delay: seconds before the first retry, 0..3600.
+        retry_max_delay: the longest wait between attempts, in seconds, 0..3600.
+    """
+
+    retry_attempts: int | None = None
+    retry_initial_delay: float | None = None
+    retry_max_delay: float | None = None
+
+    @field_validator("retry_attempts", "retry_initial_delay", "retry_max_delay", mode="before")
+    @classmethod
+    def _in_range(cls, value: Any, info: ValidationInfo) -> Any:
+        name = str(info.field_name).removeprefix("retry_")
+        if value is not None and not judge_retry_valid(name, value):
+            raise ValueError(f"must be {judge_retry_expected(name)}, got {value!r}")
+        return value
+
+
+class LimitsConfig(EvalBaseModel):
+    """agent-eval extension (`limits` in the config): Prefect global concurrency or rate limits, by name, that
+    hold across every run, shard and worker naming them (`prefect gcl create NAME --limit N`, plus
+    `--slot-decay-per-second R` for a rate limit; see `agent_eval.tasks.limits`).
+
+    Limits never change what a run measures: they are no part of the config's scoring fingerprint.
+
+    Attributes:
+        invocations: limits every agent invocation holds (with the run's `--concurrency-limit` names).
+        judge_calls: limits every judge request holds, e.g. the judge's API key's requests per minute.
+    """
+
+    invocations: list[str] = Field(default_factory=list)
+    judge_calls: list[str] = Field(default_factory=list)
+
+    @field_validator("invocations", "judge_calls")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        if any(not name.strip() for name in names):
+            raise ValueError("a limit name must not be empty")
+        return names
+
+
+DEFAULT_CRITERIA: dict[str, float] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+"""What ADK uses when no config file is given."""
+
+
+class EvalConfig(EvalBaseModel):
+    """Which metrics to compute and how (ADK `test_config.json`).
+
+    A criterion is a bare threshold (`"response_match_score": 0.8`) or an object with `threshold` and options.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=alias_generators.to_camel)
+
+    criteria: dict[str, BaseCriterion] = Field(
+        default_factory=lambda: {k: BaseCriterion(threshold=v) for k, v in DEFAULT_CRITERIA.items()}
+    )
+    custom_metrics: dict[str, CustomMetricConfig] | None = None
+    user_simulator_config: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("user_simulator_config", "userSimulatorConfig")
+    )
+    regression: RegressionConfig | None = None
+    judge: JudgeConfig | None = None
+    limits: LimitsConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_thresholds(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("criteria"), dict):
+            data = dict(data)
+            data["criteria"] = {
+                name: {"threshold": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
+                for name, value in data["criteria"].items()
+            }
+        return data
+
+    def eval_metrics(self) -> list[EvalMetric]:
+        """One `EvalMetric` per criterion, with the custom function path where one is declared."""
+        customs = self.custom_metrics or {}
+        return [
+            EvalMetric(
+                metric_name=name,
+                threshold=criterion.threshold,
+                criterion=criterion,
+                custom_function_path=customs[name].code_config.name if name in customs else None,
+            )
+            for name, criterion in self.criteria.items()
+        ]
+
+    def fingerprint(self) -> str:
+        """A stable hash of the config's whole content (`runs.config_hash`), regression settings included."""
+        return content_hash(self)
+
+    def scoring_fingerprint(self) -> str:
+        """A stable hash of what the config measures: all but the `regression`, `judge` and `limits` sections (see
+        `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
+        return scoring_fingerprint(self.model_dump(mode="json", exclude_none=True))
+
+
+def scoring_fingerprint(config: dict[str, Any]) -> str:
+    """The hash of what a config (as JSON: a `test_config.json`'s content, or `runs.config` of any release)
+    measures: the criteria with their thresholds and options, the custom metrics' code and the user simulator.
+
+    The `regression` section (tolerance, confidence, fail_on_regression, alert webhook), the `judge` section
+    (retry settings) and the `limits` section (global limits) are left out: they say how runs are compared or
+    calls are paced, not what a run measured. Bare thresholds count as `{"threshold": x}`, option keys
+    as snake_case (`matchType` is `match_type`), and a config with no `criteria` as ADK's default criteria, so
+    equal configs written differently hash alike.
+    """
+    data = {key: value for key, value in config.items() if key not in ("regression", "judge", "limits")}
+    criteria = data.get("criteria", DEFAULT_CRITERIA)
+    if isinstance(criteria, dict):
+        data["criteria"] = {
+            name: {"threshold": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
+            for name, value in criteria.items()
+        }
+    return content_hash(_snake_keys(data))
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {alias_generators.to_snake(str(k)): _snake_keys(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_snake_keys(item) for item in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)  # a threshold of 1 and of 1.0 is the same threshold
+    return value
