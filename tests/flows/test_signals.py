@@ -62,22 +62,24 @@ def _wait_for_a_stored_case(process: subprocess.Popen[str], url: str, store: Pat
     raise AssertionError("the run did not store a case in time")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_mid_run_cancels_the_run_and_leaves_no_process(tmp_path: Path, signum: signal.Signals) -> None:
+def _start_slow_ci_run(tmp_path: Path) -> tuple[subprocess.Popen[str], str, Path]:
+    """A CI-mode run (Prefect's temporary server, its child) of 30 one-second cases, one at a time, in its own
+    process group: (the process, the store URL, the store file)."""
     (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
     eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
     store = tmp_path / "store.db"
     url = f"sqlite:///{store}"
     command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent", "-q"]
     process = subprocess.Popen(
-        [*command, "--max-concurrency", "1"],
-        cwd=REPO_ROOT,
-        env=_env(tmp_path, url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+        [*command, "--max-concurrency", "1"], cwd=REPO_ROOT, env=_env(tmp_path, url), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    return process, url, store
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_mid_run_cancels_the_run_and_leaves_no_process(tmp_path: Path, signum: signal.Signals) -> None:
+    process, url, store = _start_slow_ci_run(tmp_path)
     try:
         run_id = _wait_for_a_stored_case(process, url, store)
         children = descendants(process.pid)
@@ -109,15 +111,7 @@ def _left_after(pids: list[int], seconds: float) -> list[int]:
 
 def test_a_sigkilled_run_leaves_no_temporary_server_behind(tmp_path: Path) -> None:
     """SIGKILL gives the run no chance to stop Prefect's temporary server: its watchdog does, within seconds."""
-    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
-    eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])
-    store = tmp_path / "store.db"
-    url = f"sqlite:///{store}"
-    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "slow_agent:agent", "-q"]
-    process = subprocess.Popen(
-        [*command, "--max-concurrency", "1"], cwd=REPO_ROOT, env=_env(tmp_path, url), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+    process, url, store = _start_slow_ci_run(tmp_path)
     try:
         _wait_for_a_stored_case(process, url, store)
         children = descendants(process.pid)
