@@ -21,17 +21,19 @@ keeps two runs that start at once from starting two servers.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import socket
 import sys
+import threading
 import time
 import tomllib
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agent_eval.background import (
     in_ci,
@@ -44,6 +46,9 @@ from agent_eval.background import (
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.settings import home_dir
 from agent_eval.shutdown import process_alive
+
+if TYPE_CHECKING:
+    from prefect.server.api.server import SubprocessASGIServer
 
 __all__ = [
     "RECORDER_BATCH_DEFAULTS",
@@ -76,6 +81,7 @@ time: ~25 ms of server CPU per case run on a 2-core machine, more than the run i
 batched, ~11 ms. A task run shows in the UI up to a second later; a stopped server flushes what it holds."""
 # Prefect's console handler and root logger: SQLAlchemy sets its own logger to WARNING at import, so only the
 # handler's level keeps its ERRORs out; the root level quiets every other library.
+_GUARD_POLL_SECONDS = 0.05  # how soon a server process Prefect spawns is guarded
 _SERVER_LOG_LEVEL_ENVS = ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "PREFECT_LOGGING_ROOT_LEVEL")
 
 
@@ -288,7 +294,9 @@ def _patient_ephemeral_start() -> Iterator[None]:
 def _start_guarded_temporary_server() -> None:
     """Start Prefect's temporary server now (the one the run's Prefect client would start on its first request,
     and reuses), and have it stopped should this process die without stopping it (see
-    `stop_with_this_process`): a SIGKILLed CI run leaves no server behind.
+    `stop_with_this_process`): a SIGKILLed CI run leaves no server behind, even one killed while the server
+    starts (its migrations take seconds). Prefect's `start` blocks until the server answers, so it runs on a
+    thread (in this context: Prefect's settings) while this one guards each server process it spawns.
 
     Raises:
         InfrastructureError: it did not answer within the startup timeout.
@@ -298,10 +306,29 @@ def _start_guarded_temporary_server() -> None:
 
     temporary = SubprocessASGIServer()
     timeout = int(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
-    try:
-        temporary.start(timeout=timeout)
-    except Exception as error:  # Prefect raises RuntimeError on a timeout, httpx's errors on a bad answer
-        raise InfrastructureError(f"Prefect's temporary server did not start within {timeout} s: {error}") from None
+    failures: list[Exception] = []
+
+    def start() -> None:
+        try:
+            temporary.start(timeout=timeout)
+        except Exception as error:  # Prefect raises RuntimeError on a timeout, httpx's errors on a bad answer
+            failures.append(error)
+
+    # A daemon: a run stopped by a signal meanwhile exits at once (Prefect's atexit hook and the guard stop the server).
+    starter = threading.Thread(
+        target=contextvars.copy_context().run, args=(start,), name="temporary-server", daemon=True
+    )
+    starter.start()
+    while starter.is_alive():
+        _guard_temporary_server(temporary)
+        starter.join(_GUARD_POLL_SECONDS)
+    _guard_temporary_server(temporary)
+    if failures:
+        raise InfrastructureError(f"Prefect's temporary server did not start within {timeout} s: {failures[0]}")
+
+
+def _guard_temporary_server(temporary: SubprocessASGIServer) -> None:
+    """Guard the server process `temporary` runs now, if any (Prefect starts another on a port conflict)."""
     if temporary.server_process is not None:
         stop_with_this_process(temporary.server_process.pid, b"prefect.server.api.server:create_app")
 

@@ -128,6 +128,58 @@ def test_a_sigkilled_run_leaves_no_temporary_server_behind(tmp_path: Path) -> No
     assert left == []  # the temporary server and its watchdog are gone
 
 
+def test_a_run_sigkilled_while_the_temporary_server_starts_leaves_no_server_behind(tmp_path: Path) -> None:
+    """The server is guarded from its first moment, not once it answers: a run SIGKILLed during the server's
+    start (its database migrations take seconds) leaves no server behind either."""
+    process, url, store = _start_slow_ci_run(tmp_path)
+    try:
+        server, watchdog = _wait_for_a_guarded_server(process)
+        children = descendants(process.pid)
+        answered = _answers(_command(server))
+        process.kill()
+        process.communicate(timeout=EXIT_DEADLINE)
+        left = _left_after([server, watchdog], seconds=15.0)
+    finally:
+        for pid in descendants(process.pid) + [pid for pid in children if _alive(pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert not answered  # killed while the server started
+    assert not store.exists() or list_runs(get_engine(url)) == []
+    assert left == []
+
+
+def _wait_for_a_guarded_server(process: subprocess.Popen[str]) -> tuple[int, int]:
+    """(the temporary server's pid, its watchdog's pid), as soon as both run."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        commands = {pid: _command(pid) for pid in descendants(process.pid)}
+        servers = [pid for pid, command in commands.items() if b"uvicorn" in command]
+        watchdogs = [pid for pid, command in commands.items() if b"import watch" in command]
+        if servers and watchdogs:
+            return servers[0], watchdogs[0]
+        time.sleep(0.02)
+    raise AssertionError("no guarded temporary server in time")
+
+
+def _answers(server_command: bytes) -> bool:
+    """Whether the server that `server_command` runs answers its health check already."""
+    words = server_command.split(b"\0")
+    port = int(words[words.index(b"--port") + 1])
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1.0) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _alive(pid: int) -> bool:
     """Running, not a zombie waiting to be reaped by init."""
     try:
