@@ -79,9 +79,9 @@ RECORDER_BATCH_DEFAULTS = {
 least every second. Prefect's default writes each task-run event on its own, compiling a new bulk insert each
 time: ~25 ms of server CPU per case run on a 2-core machine, more than the run itself spends on the case;
 batched, ~11 ms. A task run shows in the UI up to a second later; a stopped server flushes what it holds."""
+_GUARD_POLL_SECONDS = 0.05  # how soon a server process Prefect spawns is guarded
 # Prefect's console handler and root logger: SQLAlchemy sets its own logger to WARNING at import, so only the
 # handler's level keeps its ERRORs out; the root level quiets every other library.
-_GUARD_POLL_SECONDS = 0.05  # how soon a server process Prefect spawns is guarded
 _SERVER_LOG_LEVEL_ENVS = ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "PREFECT_LOGGING_ROOT_LEVEL")
 
 

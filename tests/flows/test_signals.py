@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval import server
 from agent_eval.shutdown import descendants, process_alive
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.conftest import REPO_ROOT
@@ -133,12 +134,12 @@ def test_a_run_sigkilled_while_the_temporary_server_starts_leaves_no_server_behi
     start (its database migrations take seconds) leaves no server behind either."""
     process, url, store = _start_slow_ci_run(tmp_path)
     try:
-        server, watchdog = _wait_for_a_guarded_server(process)
+        server_pid, watchdog = _wait_for_a_guarded_server(process)
         children = descendants(process.pid)
-        answered = _answers(_command(server))
+        answered = _answers(_command(server_pid))
         process.kill()
         process.communicate(timeout=EXIT_DEADLINE)
-        left = _left_after([server, watchdog], seconds=15.0)
+        left = _left_after([server_pid, watchdog], seconds=15.0)
     finally:
         for pid in descendants(process.pid) + [pid for pid in children if _alive(pid)]:
             with contextlib.suppress(ProcessLookupError):
@@ -165,12 +166,7 @@ def _wait_for_a_guarded_server(process: subprocess.Popen[str]) -> tuple[int, int
 def _answers(server_command: bytes) -> bool:
     """Whether the server that `server_command` runs answers its health check already."""
     words = server_command.split(b"\0")
-    port = int(words[words.index(b"--port") + 1])
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1.0) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
+    return server._healthy(f"http://127.0.0.1:{int(words[words.index(b'--port') + 1])}/api")
 
 
 def _command(pid: int) -> bytes:
