@@ -22,9 +22,10 @@ from agent_eval.errors import EvalInputError
 from agent_eval.io.files import EVAL_FILE_SUFFIXES
 from agent_eval.io.recorded.otlp import PROTO_SUFFIXES, SkippedInput, read_spans
 from agent_eval.io.recorded.sessions import is_session_json, read_session_db, read_session_json, redacted_url
+from agent_eval.io.recorded.spill import SpillSummary, TurnSpill
 from agent_eval.io.recorded.traces import turns_from_spans
-from agent_eval.io.recorded.turns import CONTENT_SETTING, RecordedTurn, TurnFilter, eval_set_from_turns
-from agent_eval.schema import EvalSet
+from agent_eval.io.recorded.turns import CONTENT_SETTING, RecordedTurn, TurnFilter
+from agent_eval.schema import EvalCase, EvalSet
 from agent_eval.secrets import UrlParameter
 
 __all__ = [
@@ -82,34 +83,58 @@ class RecordedSource(BaseModel):
 
 @dataclass
 class RecordedLoad:
-    """What reading recorded traffic gave: one eval set, and counts for the summary."""
+    """What reading recorded traffic gave: the chosen sessions, kept on disk until their cases are asked for
+    (`eval_set`, or `eval_sets` a chunk of sessions at a time), and counts for the summary. `close` (or the end
+    of the process) deletes what was kept."""
 
-    eval_set: EvalSet
-    turns: int
+    eval_set_id: str
+    session_ids: list[str]
+    spill: TurnSpill
+    summary: SpillSummary
     skipped: list[SkippedInput] = field(default_factory=list)
     filtered_out: int = 0
+
+    @property
+    def turns(self) -> int:
+        """The turns of the chosen sessions (each continuing turn joined into the one before it)."""
+        return self.summary.turns
+
+    @property
+    def eval_set(self) -> EvalSet:
+        """Every chosen session as one eval set (its size grows with the input: `eval_sets` does not)."""
+        return EvalSet(eval_set_id=self.eval_set_id, eval_cases=[c for part in self._cases(None) for c in part])
+
+    def eval_sets(self, sessions: int) -> Iterator[EvalSet]:
+        """The chosen sessions, `sessions` at a time, each chunk an eval set of the same id, in session order."""
+        for cases in self._cases(sessions):
+            yield EvalSet(eval_set_id=self.eval_set_id, eval_cases=cases)
+
+    def close(self) -> None:
+        """Delete the sessions kept on disk."""
+        self.spill.close()
 
     def notes(self) -> list[str]:
         """One line each for the user: what was read, what was skipped (the first few, then a count), and
         whether message content was missing."""
-        cases = self.eval_set.eval_cases
         lines = [
-            f"recorded input: {self.turns} turn(s) in {len(cases)} session(s), {len(self.skipped)} skipped"
+            f"recorded input: {self.turns} turn(s) in {len(self.session_ids)} session(s), {len(self.skipped)} skipped"
             + (f", {self.filtered_out} outside the filters" if self.filtered_out else "")
         ]
         lines += [f"skipped {skipped.one_line()}" for skipped in self.skipped[:_MAX_SKIP_LINES]]
         if len(self.skipped) > _MAX_SKIP_LINES:
             lines.append(f"skipped {len(self.skipped) - _MAX_SKIP_LINES} more")
-        services = sorted({case.recorded.service for case in cases if case.recorded and case.recorded.service})
+        services = self.summary.services
         if len(services) > 1:
             lines.append(f"spans of {len(services)} services: {', '.join(services)} (--service NAME scores one)")
-        blind = sum(1 for case in cases if case.recorded is not None and not case.recorded.content_captured)
-        if blind:
+        if blind := self.summary.blind_sessions:
             lines.append(
                 f"content not captured in {blind} session(s): the spans hold no message text or tool arguments; "
                 f"set {CONTENT_SETTING} where the agent runs. Criteria that need them are not evaluated"
             )
         return lines
+
+    def _cases(self, sessions: int | None) -> Iterator[list[EvalCase]]:
+        return self.spill.cases(self.session_ids, sessions or max(1, len(self.session_ids)))
 
 
 def detect_recorded_format(path: Path) -> RecordedFormat | None:
@@ -158,28 +183,39 @@ def _holds_events(file: Path) -> bool:
 
 
 def load_recorded(source: RecordedSource) -> RecordedLoad:
-    """Read, filter and join the recorded turns into one eval set (one case per session).
+    """Read and filter the recorded turns, and choose the sessions to score (`source.sample`); the turns are
+    kept on disk (`TurnSpill`), so reading takes the same memory whatever the size of the input.
 
     Raises:
         EvalInputError: nothing to read, a file that holds no recorded traffic, or no turn left to score.
     """
     skipped: list[SkippedInput] = []
     wanted = source.turn_filter()
-    kept: list[RecordedTurn] = []
-    seen = 0
-    for turn in read_turns(source, skipped.append):
-        seen += 1
-        if wanted.keeps(turn):
-            kept.append(turn)
+    spill = TurnSpill()
+    try:
+        seen = kept = 0
+        for turn in read_turns(source, skipped.append):
+            seen += 1
+            if wanted.keeps(turn):
+                kept += 1
+                spill.add(turn)
+        _check_read(source, seen, kept, skipped)
+        session_ids = spill.session_ids(sample=source.sample, seed=source.seed)
+        summary = spill.summary(session_ids)
+    except BaseException:
+        spill.close()
+        raise
+    return RecordedLoad(_eval_set_id(source), session_ids, spill, summary, skipped, filtered_out=seen - kept)
+
+
+def _check_read(source: RecordedSource, seen: int, kept: int, skipped: list[SkippedInput]) -> None:
+    """Raises EvalInputError when no turn could be read, `NoRecordedTurns` when the filters kept none."""
     where = ", ".join(source.paths) or redacted_url(source.sessions_db or "")
     if not seen:
         first = f" (first skipped: {skipped[0].one_line()})" if skipped else ""
         raise EvalInputError(f"no turn could be read{first}", file=where)
     if not kept:
         raise NoRecordedTurns("no turn in the given time range or filters", file=where)
-    eval_set = eval_set_from_turns(kept, _eval_set_id(source), sample=source.sample, seed=source.seed)
-    turns = sum(len(case.actual_conversation or []) for case in eval_set.eval_cases)
-    return RecordedLoad(eval_set=eval_set, turns=turns, skipped=skipped, filtered_out=seen - len(kept))
 
 
 def read_turns(source: RecordedSource, on_skip: Callable[[SkippedInput], None]) -> Iterator[RecordedTurn]:

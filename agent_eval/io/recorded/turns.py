@@ -6,18 +6,15 @@ It has expected invocations only where an eval set with the same case id gives t
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from agent_eval.schema import EvalCase, EvalSet, Invocation, InvocationEvent, InvocationEvents, RecordedOrigin
+from agent_eval.schema import EvalCase, Invocation, InvocationEvent, InvocationEvents, RecordedOrigin
 
 __all__ = [
     "CONTENT_SETTING",
     "RecordedTurn",
     "TurnFilter",
-    "cases_from_turns",
-    "eval_set_from_turns",
+    "case_of_session",
 ]
 
 CONTENT_SETTING = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY"
@@ -70,17 +67,10 @@ class TurnFilter:
         return not self.agent_names or turn.agent_name in self.agent_names
 
 
-def cases_from_turns(turns: Iterable[RecordedTurn], *, sample: int | None = None, seed: int = 0) -> list[EvalCase]:
-    """One case per session, its turns ordered by start time (a turn read twice, same invocation id, counted
-    once); `sample` keeps that many sessions, chosen with `seed` (the same input and seed choose the same
-    sessions). Cases come out sorted by session id."""
-    sessions: dict[str, dict[str, RecordedTurn]] = {}
-    for turn in turns:  # a turn read twice (a session in two files) counts once
-        sessions.setdefault(turn.session_id, {}).setdefault(turn.invocation.invocation_id, turn)
-    chosen = sorted(sessions)
-    if sample is not None and sample < len(chosen):
-        chosen = sorted(random.Random(seed).sample(chosen, sample))
-    return [_case(s, _joined(sorted(sessions[s].values(), key=lambda t: t.started_ns))) for s in chosen]
+def case_of_session(session_id: str, turns: list[RecordedTurn]) -> EvalCase:
+    """The recorded case of one session from its turns in order (start time, then reading order; each turn
+    once): each continuing turn joined into the one before it."""
+    return _case(session_id, _joined(turns))
 
 
 def _joined(turns: list[RecordedTurn]) -> list[RecordedTurn]:
@@ -129,13 +119,6 @@ def _events_of(invocation: Invocation) -> list[InvocationEvent]:
 
 def _sum(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(a + b, 6)
-
-
-def eval_set_from_turns(
-    turns: Iterable[RecordedTurn], eval_set_id: str, *, sample: int | None = None, seed: int = 0
-) -> EvalSet:
-    """The recorded sessions as one eval set of recorded cases."""
-    return EvalSet(eval_set_id=eval_set_id, eval_cases=cases_from_turns(turns, sample=sample, seed=seed))
 
 
 def _case(session_id: str, turns: list[RecordedTurn]) -> EvalCase:
