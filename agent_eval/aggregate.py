@@ -40,7 +40,7 @@ from agent_eval.results import CacheSource, CaseResult, MetricResult, RunReport,
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus
 from agent_eval.stats import mean_pass_at_k, pass_at_ks, runs_by_case
 
-__all__ = ["build_report", "cache_sources", "case_status", "repeated_run_stats", "summarize"]
+__all__ = ["build_report", "cache_sources", "case_results", "case_status", "repeated_run_stats", "summarize"]
 
 RunKey = tuple[str, str, int]
 
@@ -114,25 +114,8 @@ def summarize(cases: Sequence[CaseResult]) -> RunSummary:
     )
 
 
-def build_report(
-    *,
-    run_id: str,
-    runs: Sequence[tuple[EvalCase, AgentRun]],
-    metric_results: Iterable[MetricResult],
-    config: EvalConfig,
-    eval_set_ids: list[str],
-    agent_reference: str,
-    agent_fingerprint: str,
-    num_runs: int,
-    started_at: datetime,
-    completed_at: datetime,
-    flow_run_id: str | None = None,
-    source_run_id: str | None = None,
-    judge_stats: Mapping[str, int] | None = None,
-) -> RunReport:
-    """The run report: one case result per (case, agent run), in the order of `runs`, with its metric results;
-    `judge_stats` (the judges' counters while scoring, see `agent_eval.metrics.judged.policy.judge_totals`) becomes
-    `summary.judge`."""
+def case_results(runs: Sequence[tuple[EvalCase, AgentRun]], metric_results: Iterable[MetricResult]) -> list[CaseResult]:
+    """One case result per (case, agent run), in the order of `runs`, with its metric results and status."""
     by_run: dict[RunKey, list[MetricResult]] = defaultdict(list)
     for result in metric_results:
         by_run[(result.eval_set_id, result.eval_id, result.run_index)].append(result)
@@ -151,6 +134,30 @@ def build_report(
                 recorded_from=case.recorded.sources if case.recorded is not None else [],
             )
         )
+    return cases
+
+
+def build_report(
+    *,
+    run_id: str,
+    runs: Sequence[tuple[EvalCase, AgentRun]] = (),
+    metric_results: Iterable[MetricResult] = (),
+    cases: Sequence[CaseResult] = (),
+    config: EvalConfig,
+    eval_set_ids: list[str],
+    agent_reference: str,
+    agent_fingerprint: str,
+    num_runs: int,
+    started_at: datetime,
+    completed_at: datetime,
+    flow_run_id: str | None = None,
+    source_run_id: str | None = None,
+    judge_stats: Mapping[str, int] | None = None,
+) -> RunReport:
+    """The run report: `cases` (built by `case_results`, e.g. a part at a time), then one case result per (case,
+    agent run) of `runs`, in that order, with its metric results; `judge_stats` (the judges' counters while
+    scoring, see `agent_eval.metrics.judged.policy.judge_totals`) becomes `summary.judge`."""
+    every_case = [*cases, *case_results(runs, metric_results)]
     return RunReport(
         run_id=run_id,
         eval_set_ids=eval_set_ids,
@@ -163,6 +170,6 @@ def build_report(
         completed_at=completed_at,
         flow_run_id=flow_run_id,
         source_run_id=source_run_id,
-        cases=cases,
-        summary=summarize(cases).model_copy(update={"judge": dict(judge_stats or {})}),
+        cases=every_case,
+        summary=summarize(every_case).model_copy(update={"judge": dict(judge_stats or {})}),
     )

@@ -137,13 +137,25 @@ def _finish(report: RunReport, args: argparse.Namespace) -> int:
     print(format_summary(report))  # its last lines are the regression check against the baseline
     if args.verbose:
         _print_tracebacks(report)
-    if args.output_dir:
-        print(f"Wrote {len(write_outputs(report, args.output_dir))} files to {args.output_dir}")
-    if args.junit:
-        write_junit(report, args.junit)
-    if args.html:
-        write_html(report, args.html)
+    if args.output_dir or args.junit or args.html:
+        whole = _with_invocations(report, args.db_url)
+        if args.output_dir:
+            print(f"Wrote {len(write_outputs(whole, args.output_dir))} files to {args.output_dir}")
+        if args.junit:
+            write_junit(whole, args.junit)
+        if args.html:
+            write_html(whole, args.html)
     return _exit_code(report)
+
+
+def _with_invocations(report: RunReport, db_url: str | None) -> RunReport:
+    """The report as the files need it: a run evaluated in parts (`RunReport.parts`) read back from the store,
+    which holds the invocations its report leaves out."""
+    if report.parts == 1:
+        return report
+    from agent_eval.compare.run_history import show
+
+    return show(report.run_id, db_url=db_url).model_copy(update={"notes": report.notes})
 
 
 def _exit_code(report: RunReport) -> int:

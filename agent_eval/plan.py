@@ -8,9 +8,10 @@ written: eval files, the config, metric names and thresholds, custom metric impo
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -20,6 +21,7 @@ from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config, load_eval_sets, load_eval_sets_with_configs
 from agent_eval.io.recorded import load_recorded
+from agent_eval.io.recorded.parts import RecordedParts, reference_cases, with_references
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import check_judge_credentials
@@ -29,6 +31,7 @@ from agent_eval.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet, JudgeConfig
 
 __all__ = [
+    "RECORDED_PART_SESSIONS",
     "SHARD_DEPLOYMENT",
     "CaseRunKey",
     "ConfigGroup",
@@ -43,6 +46,7 @@ __all__ = [
     "prepared",
     "ready_agent",
     "simulator_config",
+    "with_references",
 ]
 
 
@@ -98,6 +102,18 @@ class EvalPlan:
     groups: tuple[ConfigGroup, ...]
     notes: tuple[str, ...] = ()
     """Lines the user must read about the input (recorded traces skipped, content not captured)."""
+    recorded: RecordedParts | None = None
+    """A recorded input read a part at a time (`parts`); `eval_sets` then holds its outline, not its turns."""
+
+    def parts(self) -> Iterator[EvalPlan]:
+        """The plan a part at a time, each part invoked, scored and stored before the next is read: a recorded
+        input of more than `RECORDED_PART_SESSIONS` sessions in parts of that many; any other plan in one part,
+        itself."""
+        if self.recorded is None:
+            yield self
+            return
+        for eval_set in self.recorded.eval_sets():
+            yield replace(self, eval_sets=[eval_set], recorded=None)
 
     def config_groups(self) -> tuple[ConfigGroup, ...]:
         """Each distinct config with the eval sets it scores (one group when there is one config)."""
@@ -160,7 +176,7 @@ def prepare(request: EvalRequest) -> EvalPlan:
     Raises:
         EvalInputError: anything wrong with the input, in one line naming the file, case and field.
     """
-    loaded, notes = _load(request)
+    loaded, notes, recorded = _load(request)
     eval_sets = [eval_set for eval_set, _ in loaded]
     groups = config_groups(_configs(request, loaded))
     agent = resolve_agent(_agent_reference(request, eval_sets))
@@ -174,8 +190,13 @@ def prepare(request: EvalRequest) -> EvalPlan:
         agent=agent,
         groups=groups,
         notes=notes,
+        recorded=recorded,
     )
 
+
+RECORDED_PART_SESSIONS = 500
+"""Sessions per part of a recorded input read a part at a time (`EvalPlan.parts`): about 2,000 turns, some 40 MB
+held at once."""
 
 _HANDED_OVER: dict[int, tuple[EvalRequest, EvalPlan]] = {}
 
@@ -208,40 +229,24 @@ def prepared(request: EvalRequest) -> EvalPlan:
     return prepare(request)
 
 
-def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tuple[str, ...]]:
-    """The eval sets with their config files, and notes on the input. Recorded traffic is one eval set with no
-    config file; the eval files then give references to its sessions by case id (`with_references`)."""
+def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tuple[str, ...], RecordedParts | None]:
+    """The eval sets with their config files, notes on the input, and the parts of a recorded input too large to
+    hold at once. Recorded traffic is one eval set with no config file; the eval files then give references to
+    its sessions by case id (`agent_eval.io.recorded.parts`). It is read in parts of `RECORDED_PART_SESSIONS`
+    sessions when it has more, unless the run is sharded (each shard reads the input itself); the plan's eval
+    set is then the sessions' outline (`RecordedParts.outline`)."""
     if request.recorded is None:
-        return load_eval_sets_with_configs(request.paths, format=request.format), ()
+        return load_eval_sets_with_configs(request.paths, format=request.format), (), None
     recorded = load_recorded(request.recorded)
-    references = load_eval_sets(request.paths) if request.paths else []
-    eval_set, unmatched = with_references(recorded.eval_set, references)
+    references = reference_cases(load_eval_sets(request.paths) if request.paths else [])
+    parts = RecordedParts(recorded, references, RECORDED_PART_SESSIONS)
     notes = recorded.notes()
-    if unmatched:
-        notes.append(f"{unmatched} reference case(s) have no recorded session of the same id")
-    return [(eval_set, None)], tuple(notes)
-
-
-def with_references(recorded: EvalSet, references: list[EvalSet]) -> tuple[EvalSet, int]:
-    """The recorded cases, each with the conversation, rubrics and session input of the reference case of the
-    same id (first eval set first); returns them and how many reference cases matched no recorded session."""
-    by_id: dict[str, EvalCase] = {}
-    for eval_set in references:
-        for case in eval_set.eval_cases:
-            by_id.setdefault(case.eval_id, case)
-    cases = [_referenced(case, by_id.pop(case.eval_id, None)) for case in recorded.eval_cases]
-    return recorded.model_copy(update={"eval_cases": cases}), len(by_id)
-
-
-def _referenced(case: EvalCase, reference: EvalCase | None) -> EvalCase:
-    if reference is None or reference.conversation is None:
-        return case
-    update = {
-        "conversation": reference.conversation,
-        "rubrics": reference.rubrics,
-        "session_input": case.session_input or reference.session_input,
-    }
-    return case.model_copy(update=update)
+    if parts.unmatched:
+        notes.append(f"{parts.unmatched} reference case(s) have no recorded session of the same id")
+    if len(recorded.session_ids) > RECORDED_PART_SESSIONS and request.shards == 1:
+        return [(parts.outline(), None)], tuple(notes), parts
+    with contextlib.closing(recorded):
+        return [(parts.whole(), None)], tuple(notes), None
 
 
 def config_groups(configs: Mapping[str, tuple[EvalConfig, str | None]]) -> tuple[ConfigGroup, ...]:

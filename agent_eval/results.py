@@ -112,6 +112,11 @@ class CaseResult(BaseModel):
         """Vertex AI's `failure` column: 1 when the agent itself failed on this case run."""
         return 1 if self.agent_run.failed else 0
 
+    def without_invocations(self) -> CaseResult:
+        """This case run without the agent's invocations (the store keeps them): what a report evaluated a part
+        at a time holds (`RunReport.parts`)."""
+        return self.model_copy(update={"agent_run": self.agent_run.model_copy(update={"invocations": []})})
+
 
 class CacheSource(BaseModel):
     """An earlier evaluation whose invocations a run reused: its id, its first reused invocation, how many."""
@@ -181,6 +186,11 @@ class RunReport(BaseModel):
     notes: list[str] = Field(
         default_factory=list,
         description="What the user must know about the input: recorded traces skipped, content not captured.",
+    )
+    parts: int = Field(
+        default=1,
+        description="How many parts the run was evaluated in: more than one for a large recorded input, whose case "
+        "runs the report then holds without their invocations (the store has them: `agent_eval.store.load_report`).",
     )
 
     @field_validator("config")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_eval.agents import AgentFailure, resolve_agent
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config
+from agent_eval.io.recorded.parts import is_outline
 from agent_eval.plan import (
     ConfigGroup,
     EvalPlan,
@@ -103,6 +104,12 @@ def plan_rerun(request: RerunRequest) -> EvalPlan:
     engine = get_engine(request.db_url)
     run = get_run(request.run_id, engine)
     eval_sets = stored_eval_sets(request.run_id, engine)
+    if any(is_outline(eval_set) for eval_set in eval_sets):
+        raise EvalInputError(
+            f"run {request.run_id!r} scored recorded traffic in parts: its stored eval set says where each session "
+            f"was recorded, its turns are in its case runs; `agent-eval rescore {request.run_id}` scores them again",
+            field="run_id",
+        )
     records = load_case_records(request.run_id, engine)
     if request.only_failed:
         eval_sets = _only(eval_sets, _not_passed(eval_sets, records, run.num_runs))

@@ -18,7 +18,7 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import Completed, Failed
 
 from agent_eval.agents import preflight_agent
-from agent_eval.aggregate import build_report
+from agent_eval.aggregate import build_report, case_results
 from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
@@ -31,12 +31,12 @@ from agent_eval.outage import outage_error
 from agent_eval.plan import EvalPlan, EvalRequest, prepared
 from agent_eval.progress import current_progress
 from agent_eval.render.console import format_summary, summary_table_rows
-from agent_eval.results import MetricResult, RunReport
+from agent_eval.results import CaseResult, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, JudgeConfig
 from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
-from agent_eval.tasks import persist_report, record_run_start, score_metric, unvisited
+from agent_eval.tasks import persist_part, persist_report, record_run_start, score_metric, unvisited
 from agent_eval.tasks.dask import check_dask, dask_address
 from agent_eval.tasks.limits import RunLimits, Slot
 
@@ -119,19 +119,22 @@ def _end_unfinished(run_id: str, db_url: str | None, error: BaseException) -> No
 
 
 async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunReport:
-    """Invoke, score, aggregate, and complete the run in the store; invocations and judge calls hold `limits`."""
-    if plan.request.shards > 1:
-        runs = await invoke_sharded(plan, run.id)
-    else:
-        policy = ReusePolicy.of(plan, run.id, run.flow_run_id)
-        runs = await invoke_all(plan, policy, slot=limits.invocations)
+    """Invoke, score, aggregate, and complete the run in the store; invocations and judge calls hold `limits`.
+
+    A plan in several parts (a large recorded input, `EvalPlan.parts`) is evaluated a part at a time: each
+    part's case runs are stored with their scores as the part ends and kept in the report without their
+    invocations, so the run's memory does not grow with the input (the store has them: `report.parts`)."""
     judge_before = judge_totals().snapshot()
-    metric_results = await _score_all(plan, runs, limits.judge_calls)
-    judge_stats = judge_totals().since(judge_before)
+    in_parts = plan.recorded is not None
+    cases: list[CaseResult] = []
+    parts = 0
+    for part in plan.parts():
+        cases.extend(await _evaluate_part(part, run, limits, stored=in_parts))
+        parts += 1
+        del part  # before the next part is read: one part at a time in memory
     report = build_report(
         run_id=run.id,
-        runs=runs,
-        metric_results=metric_results,
+        cases=cases,
         config=plan.config,
         eval_set_ids=run.eval_set_ids,
         agent_reference=run.agent_reference,
@@ -141,16 +144,36 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
         completed_at=datetime.now(UTC),
         flow_run_id=run.flow_run_id,
         source_run_id=run.source_run_id,
-        judge_stats=judge_stats,
+        judge_stats=judge_totals().since(judge_before),
     )
     # The stored (redacted, per-eval-set) config, so that report.json, HTML and result files match the store.
-    report = report.model_copy(update={"config": run.config, "config_hash": run.config_hash, "notes": list(plan.notes)})
-    outage = outage_error([agent_run for _, agent_run in runs])
+    update = {"config": run.config, "config_hash": run.config_hash, "notes": list(plan.notes), "parts": parts}
+    report = report.model_copy(update=update)
+    outage = outage_error([case.agent_run for case in cases])
     if outage is not None:
         report = report.model_copy(update={"status": RunStatus.ERRORED, "error": outage})
-    persist_report(unvisited(report), plan.request.db_url)
+    persist_report(unvisited(report), plan.request.db_url, cases_stored=in_parts)
     current_progress().finish()
     return report
+
+
+async def _evaluate_part(plan: EvalPlan, run: RunCreate, limits: RunLimits, *, stored: bool) -> list[CaseResult]:
+    """The case results of one part of the plan; `stored`: written to the store now, and returned without their
+    invocations."""
+    runs = await _invoke(plan, run, limits)
+    cases = case_results(runs, await _score_all(plan, runs, limits.judge_calls))
+    if not stored:
+        return cases
+    persist_part(run.id, unvisited(cases), plan.request.db_url)
+    return [case.without_invocations() for case in cases]
+
+
+async def _invoke(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> list[tuple[EvalCase, AgentRun]]:
+    """Every case run of the plan (or part), each stored as it finishes: on shard flow runs when asked."""
+    if plan.request.shards > 1:
+        return await invoke_sharded(plan, run.id)
+    policy = ReusePolicy.of(plan, run.id, run.flow_run_id)
+    return await invoke_all(plan, policy, slot=limits.invocations)
 
 
 def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:

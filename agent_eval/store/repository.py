@@ -5,6 +5,8 @@ The life of a run row (see `agent_eval.flows.evaluate`):
 1. `start_run`: the run with status `running`, the eval set versions it evaluates;
 2. `record_case_run`: each case run as soon as the agent's invocation finished (its final status comes later);
 3. `complete_run`: in one transaction, the final case statuses, every metric result, the summary, `completed`.
+   A run evaluated a part at a time (a large recorded input) writes each part's final case statuses and metric
+   results as the part is scored (`record_case_results`), and then only completes the run row.
 
 A run that never gets to 3 never looks complete. The ending rules: a flow that fails marks its own run
 `crashed`, one cancelled (a signal, the UI) `cancelled`, one that could not reach its agent `errored`
@@ -51,6 +53,7 @@ __all__ = [
     "mark_abandoned_runs",
     "mark_run_crashed",
     "mark_stale_runs",
+    "record_case_results",
     "record_case_run",
     "record_regression",
     "start_run",
@@ -58,6 +61,8 @@ __all__ = [
 ]
 
 CaseKey = tuple[str, str, int]
+_KEYS_PER_QUERY = 500
+"""Case ids per `IN (...)` query: well under SQLite's bound on a statement's parameters."""
 
 HEARTBEAT_SECONDS = 30.0
 """How often a running flow bumps its run's `updated_at`."""
@@ -92,11 +97,13 @@ def record_case_run(run_id: str, agent_run: AgentRun, engine: Engine | None = No
         session.execute(update(Run).where(col(Run.id) == run_id).values(updated_at=datetime.now(UTC)))
 
 
-def complete_run(report: RunReport, engine: Engine | None = None) -> str:
+def complete_run(report: RunReport, engine: Engine | None = None, *, cases_stored: bool = False) -> str:
     """In one transaction: every case run's final status, every metric result, the summary, `completed`.
 
     Case runs not yet written are written; metric results written before (a repeated call) are replaced.
     A run that was never started is inserted whole; one marked `crashed` while still alive becomes `completed`.
+    `cases_stored`: the case runs and their metric results were written a part at a time (`record_case_results`;
+    the report's case runs may then lack their invocations): only the run row is completed.
 
     Returns:
         The run id.
@@ -108,9 +115,19 @@ def complete_run(report: RunReport, engine: Engine | None = None) -> str:
         else:
             run.sqlmodel_update(_completion(report))
         session.flush()
-        session.execute(delete(MetricRecord).where(col(MetricRecord.run_id) == report.run_id))
-        _write_cases(session, report)
+        if not cases_stored:
+            session.execute(delete(MetricRecord).where(col(MetricRecord.run_id) == report.run_id))
+            _write_cases(session, report.run_id, report.cases)
     return report.run_id
+
+
+def record_case_results(run_id: str, cases: Sequence[CaseResult], engine: Engine | None = None) -> None:
+    """In one transaction: these case runs with their final status and metric results (metric results written
+    before for them are replaced), and the run's heartbeat. A run evaluated a part at a time stores each part so;
+    `complete_run(..., cases_stored=True)` then completes it."""
+    with Session(engine or get_engine()) as session, session.begin():
+        _write_cases(session, run_id, cases)
+        session.execute(update(Run).where(col(Run.id) == run_id).values(updated_at=datetime.now(UTC)))
 
 
 def record_regression(
@@ -233,17 +250,24 @@ def _existing_case(session: Session, run_id: str, run: AgentRun) -> CaseRecord |
     return session.exec(statement).first()
 
 
-def _write_cases(session: Session, report: RunReport) -> None:
-    """Every case run (inserted or updated) with its metric results."""
-    statement = select(CaseRecord).where(CaseRecord.run_id == report.run_id)
-    existing: dict[CaseKey, CaseRecord] = {
-        (r.eval_set_id, r.eval_id, r.run_index): r for r in session.exec(statement).all()
-    }
-    for case in report.cases:
-        key = (case.eval_set_id, case.eval_id, case.run_index)
-        record = _upsert_case(session, report.run_id, case.agent_run, case.status, existing.get(key))
-        assert record.id is not None
-        session.add_all(_metric_rows(report.run_id, record.id, case))
+def _write_cases(session: Session, run_id: str, cases: Sequence[CaseResult]) -> None:
+    """The case runs (inserted or updated) with their metric results, replacing any written before for them;
+    the rows already written are read `_KEYS_PER_QUERY` case ids at a time."""
+    for start in range(0, len(cases), _KEYS_PER_QUERY):
+        chunk = cases[start : start + _KEYS_PER_QUERY]
+        existing = _existing_cases(session, run_id, {case.eval_id for case in chunk})
+        known = [record.id for record in existing.values()]
+        session.execute(delete(MetricRecord).where(col(MetricRecord.case_result_id).in_(known)))
+        for case in chunk:
+            key = (case.eval_set_id, case.eval_id, case.run_index)
+            record = _upsert_case(session, run_id, case.agent_run, case.status, existing.get(key))
+            assert record.id is not None
+            session.add_all(_metric_rows(run_id, record.id, case))
+
+
+def _existing_cases(session: Session, run_id: str, eval_ids: set[str]) -> dict[CaseKey, CaseRecord]:
+    statement = select(CaseRecord).where(CaseRecord.run_id == run_id, col(CaseRecord.eval_id).in_(eval_ids))
+    return {(r.eval_set_id, r.eval_id, r.run_index): r for r in session.exec(statement).all()}
 
 
 def _upsert_case(

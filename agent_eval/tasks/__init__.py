@@ -31,10 +31,10 @@ from agent_eval.agents import (
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.metrics.judged.policy import gated_judge_calls
 from agent_eval.plan import CaseRunKey
-from agent_eval.results import MetricResult, RunReport
+from agent_eval.results import CaseResult, MetricResult, RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
 from agent_eval.secrets import redact_text
-from agent_eval.store import RunCreate, complete_run, get_engine, start_run
+from agent_eval.store import RunCreate, complete_run, get_engine, record_case_results, start_run
 from agent_eval.tasks.limits import Slot
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "invocation_cache_key",
     "invoke_case",
     "invoke_case_run",
+    "persist_part",
     "persist_report",
     "record_run_start",
     "run_of_outcome",
@@ -97,6 +98,7 @@ def _retry_if_transient(_task: Task[..., Any], _task_run: TaskRun, state: State[
     retry_condition_fn=_retry_if_transient,
     cache_key_fn=invocation_cache_key,
     persist_result=True,
+    cache_result_in_memory=False,  # else Prefect's result store keeps the last 1,000 answers in memory
 )
 async def invoke_case(
     agent: Agent, case: EvalCase, eval_set_id: str, run_index: int, origin: CacheOrigin | None = None
@@ -176,6 +178,15 @@ def record_run_start(run: RunCreate, eval_sets: list[EvalSet], db_url: str | Non
 
 
 @task(name="persist-run", cache_policy=NO_CACHE)
-def persist_report(report: RunReport, db_url: str | None) -> str:
-    """Complete the run in one transaction: final case statuses, metric results, summary; returns the run id."""
-    return complete_run(report, get_engine(db_url))
+def persist_report(report: RunReport, db_url: str | None, cases_stored: bool = False) -> str:
+    """Complete the run in one transaction: final case statuses, metric results, summary (with `cases_stored`,
+    the summary only: `persist_part` stored the rest); returns the run id."""
+    return complete_run(report, get_engine(db_url), cases_stored=cases_stored)
+
+
+@task(name="persist-part", cache_policy=NO_CACHE)
+def persist_part(run_id: str, cases: list[CaseResult], db_url: str | None) -> int:
+    """Store a part's case runs with their final status and metric results in one transaction (a plan evaluated
+    a part at a time, `EvalPlan.parts`); returns how many."""
+    record_case_results(run_id, cases, get_engine(db_url))
+    return len(cases)
