@@ -128,7 +128,7 @@ def test_a_flow_failing_before_completion_leaves_its_run_crashed(
 ) -> None:
     eval_file, _ = write_echo_set(tmp_path, ["one", "two"])
 
-    def store_gone(*_args: object) -> str:
+    def store_gone(*_args: object, **_kwargs: object) -> str:
         raise ConnectionError("the store went away")
 
     monkeypatch.setattr("agent_eval.flows.evaluate.persist_report", store_gone)
