@@ -12,10 +12,13 @@ children before parents), then measures:
 |---|---|---|
 | reader | spans per second read and grouped into complete traces (`read_spans`, `group_traces`) | >= 20,000 |
 | to cases | spans per second through `load_recorded` (read, group, map to ADK-shaped turns, join into cases) | - |
-| memory | peak RSS of a process that loads N/4 spans, and one that loads N (the same turns repeated) | flat, < 300 MB |
+| memory | peak RSS of a process that loads N/4 spans, and one that loads N, into cases (note 2) | flat, < 300 MB |
+| run memory | peak RSS of the `agent-eval run` process itself on N/4 spans and on N (note 3) | flat, < 300 MB |
 | run | `agent-eval run spans.jsonl` / `agent-eval run replay.evalset.json` (note 1) | <= 1.3x |
 
 1. The same turns as an eval set of recorded cases, two deterministic criteria; best of `--repeat`.
+2. `load_recorded`, then its cases `RECORDED_PART_SESSIONS` sessions at a time, as a run reads them.
+3. Its own `VmHWM`, not that of Prefect's temporary server (a child process).
 
 Prints each figure with its goal; exit status 1 when a run fails.
 """
@@ -56,11 +59,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"input: {spans_count:,} spans, {args.turns:,} turns, {spans.stat().st_size / 1e6:.1f} MB")
         reader_rate, cases_rate = measure_reader(spans, spans_count)
         small, large = measure_memory(work, args.turns)
-        ratio = measure_runs(work, spans, args.repeat)
+        ratio, run_peak = measure_runs(work, spans, args.repeat)
+        quarter_run_peak = run_peak_of(work, work / "memory-4.jsonl")
     print()
     print(f"reader: {reader_rate:,.0f} spans/s (goal >= 20,000); to cases: {cases_rate:,.0f} spans/s")
     quarter = spans_count // 4
     print(f"memory: peak RSS {small:.0f} MB at {quarter:,} spans, {large:.0f} MB at {spans_count:,} (goal < 300 MB)")
+    print(
+        f"run memory: peak RSS {quarter_run_peak:.0f} MB at {quarter:,} spans, {run_peak:.0f} MB at {spans_count:,} "
+        "(goal < 300 MB)"
+    )
     print(f"run: recorded / replayed eval set = {ratio:.2f}x (goal <= 1.3x)")
     return 0
 
@@ -185,9 +193,22 @@ def _ignore(_: object) -> None:
 _PEAK = """
 import re, sys
 from agent_eval.io.recorded import RecordedSource, load_recorded
+from agent_eval.plan import RECORDED_PART_SESSIONS
 loaded = load_recorded(RecordedSource(paths=[sys.argv[1]]))
+cases = sum(len(part.eval_cases) for part in loaded.eval_sets(RECORDED_PART_SESSIONS))
 status = open("/proc/self/status", encoding="ascii").read()
 print(loaded.turns, re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1))
+"""
+
+# `agent-eval run` in this process, printing its own peak at exit (Prefect's temporary server is a child).
+_RUN_PEAK = """
+import atexit, re, sys
+def peak():
+    status = open("/proc/self/status", encoding="ascii").read()
+    print("VmHWM", re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1), file=sys.stderr)
+atexit.register(peak)
+from agent_eval.cli import main
+raise SystemExit(main(sys.argv[1:]))
 """
 
 
@@ -202,31 +223,47 @@ def measure_memory(work: Path, turns: int) -> tuple[float, float]:
     return peaks[0], peaks[1]
 
 
-def measure_runs(work: Path, spans: Path, repeat: int) -> float:
-    """Best wall time of `agent-eval run` on the spans over that on the same turns as a replayed eval set."""
+def measure_runs(work: Path, spans: Path, repeat: int) -> tuple[float, float]:
+    """Best wall time of `agent-eval run` on the spans over that on the same turns as a replayed eval set, and
+    the highest peak RSS (MB) of the runs on the spans."""
     from agent_eval.io.recorded import RecordedSource, load_recorded
 
     replay = work / "replay.evalset.json"
     eval_set = load_recorded(RecordedSource(paths=[str(spans)], eval_set_id="spans")).eval_set
     replay.write_text(eval_set.model_dump_json(exclude_none=True), encoding="utf-8")
+    del eval_set
+    times: dict[str, float] = {}
+    peak = 0.0
+    for label, path in (("recorded", spans), ("replayed", replay)):
+        for attempt in range(repeat):
+            elapsed, run_peak = timed_run(work, path, f"{label}-{attempt}")
+            times[label] = min(times.get(label, float("inf")), elapsed)
+            peak = max(peak, run_peak) if label == "recorded" else peak
+            print(f"  {label} run {attempt + 1}: {elapsed:.1f} s, peak RSS {run_peak:.0f} MB")
+    return times["recorded"] / times["replayed"], peak
+
+
+def run_peak_of(work: Path, spans: Path) -> float:
+    """The peak RSS (MB) of one `agent-eval run` on `spans`."""
+    return timed_run(work, spans, "quarter")[1]
+
+
+def timed_run(work: Path, path: Path, name: str) -> tuple[float, float]:
+    """One `agent-eval run` of `path` with `CONFIG` into a new store: its wall time and its own peak RSS (MB)."""
     config = work / "config.json"
     config.write_text(json.dumps(CONFIG), encoding="utf-8")
     env = {**os.environ, "AGENT_EVAL_PREFECT_SERVER": "ephemeral", "AGENT_EVAL_MAX_INPUT_MB": "1000"}
-    times: dict[str, float] = {}
-    for label, path in (("recorded", spans), ("replayed", replay)):
-        for attempt in range(repeat):
-            env["AGENT_EVAL_DB_URL"] = f"sqlite:///{work / f'{label}-{attempt}.db'}"
-            began = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "agent_eval.cli", "run", str(path), "--config", str(config), "-q"],
-                capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False,
-            )  # fmt: skip
-            elapsed = time.perf_counter() - began
-            if done.returncode not in (0, 1):
-                raise SystemExit(f"{label} run failed ({done.returncode}): {done.stderr[-2000:]}")
-            times[label] = min(times.get(label, float("inf")), elapsed)
-            print(f"  {label} run {attempt + 1}: {elapsed:.1f} s")
-    return times["recorded"] / times["replayed"]
+    env["AGENT_EVAL_DB_URL"] = f"sqlite:///{work / f'{name}.db'}"
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_PEAK, "run", str(path), "--config", str(config), "-q"],
+        capture_output=True, text=True, env=env, cwd=REPO_ROOT, check=False,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - began
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{name} run failed ({done.returncode}): {done.stderr[-2000:]}")
+    peak = next(line.split()[1] for line in reversed(done.stderr.splitlines()) if line.startswith("VmHWM "))
+    return elapsed, int(peak) / 1024
 
 
 if __name__ == "__main__":
