@@ -123,7 +123,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
 
     A plan in several parts (a large recorded input, `EvalPlan.parts`) is evaluated a part at a time: each
     part's case runs are stored with their scores as the part ends and kept in the report without their
-    invocations, so the run's memory does not grow with the input (the store has them: `report.parts`)."""
+    invocations (the store has them: `report.parts`), so the input's turns are never all in memory at once."""
     judge_before = judge_totals().snapshot()
     in_parts = plan.recorded is not None
     cases: list[CaseResult] = []

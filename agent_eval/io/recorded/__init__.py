@@ -184,7 +184,7 @@ def _holds_events(file: Path) -> bool:
 
 def load_recorded(source: RecordedSource) -> RecordedLoad:
     """Read and filter the recorded turns, and choose the sessions to score (`source.sample`); the turns are
-    kept on disk (`TurnSpill`), so reading takes the same memory whatever the size of the input.
+    kept on disk (`TurnSpill`): what reading holds is one string per session, not the turns.
 
     Raises:
         EvalInputError: nothing to read, a file that holds no recorded traffic, or no turn left to score.
