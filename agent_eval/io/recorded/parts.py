@@ -3,7 +3,7 @@
 Internal: the public API is `agent_eval`'s; this module's names may change between releases.
 
 A recorded input of many sessions is evaluated a part at a time (`RecordedParts`): each part's cases are read,
-invoked, scored and stored before the next part is read, so the run's memory does not grow with the input. The
+invoked, scored and stored before the next part is read, so the input's turns are never all in memory. The
 run's stored eval set is then its sessions *without their turns* (`RecordedParts.outline`): each case keeps where
 it was recorded (`recorded`) and its reference, and an empty `actual_conversation`; its turns are in the run's
 case rows.
@@ -33,9 +33,12 @@ def with_references(recorded: EvalSet, references: list[EvalSet]) -> tuple[EvalS
     """The recorded cases, each with the conversation, rubrics and session input of the reference case of the
     same id (first eval set first); returns them and how many reference cases matched no recorded session."""
     by_id = reference_cases(references)
-    cases = [referenced(case, by_id) for case in recorded.eval_cases]
     unmatched = len(by_id.keys() - {case.eval_id for case in recorded.eval_cases})
-    return recorded.model_copy(update={"eval_cases": cases}), unmatched
+    return _with_references(recorded, by_id), unmatched
+
+
+def _with_references(recorded: EvalSet, references: Mapping[str, EvalCase]) -> EvalSet:
+    return recorded.model_copy(update={"eval_cases": [referenced(case, references) for case in recorded.eval_cases]})
 
 
 def referenced(case: EvalCase, references: Mapping[str, EvalCase]) -> EvalCase:
@@ -73,12 +76,11 @@ class RecordedParts:
     def eval_sets(self) -> Iterator[EvalSet]:
         """The parts, in session order: eval sets of the same id, each of at most `sessions` cases."""
         for part in self.load.eval_sets(self.sessions):
-            yield part.model_copy(update={"eval_cases": [referenced(c, self.references) for c in part.eval_cases]})
+            yield _with_references(part, self.references)
 
     def whole(self) -> EvalSet:
         """Every session in one eval set."""
-        eval_set = self.load.eval_set
-        return eval_set.model_copy(update={"eval_cases": [referenced(c, self.references) for c in eval_set.eval_cases]})
+        return _with_references(self.load.eval_set, self.references)
 
     def outline(self) -> EvalSet:
         """The sessions without their turns (module docstring): what the run stores as its eval set."""

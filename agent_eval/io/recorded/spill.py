@@ -7,9 +7,9 @@ only be built once everything is read. `TurnSpill` writes each turn, as it is re
 file keyed by session; the cases are then built a few sessions at a time (`TurnSpill.cases`). What stays in
 memory is one string per session (its id), and what the summary counts.
 
-The rules of `agent_eval.io.recorded.turns.cases_from_turns` hold unchanged: a turn read twice (same session,
-same invocation id) counts once (the first read wins); a session's turns are ordered by start time, then by
-reading order; sessions come out sorted by id; `sample` keeps that many sessions, chosen with `seed`.
+The loader's rules, as they were when it held every turn in memory: a turn read twice (same session, same
+invocation id) counts once (the first read wins); a session's turns are ordered by start time, then by reading
+order; sessions come out sorted by id; `sample` keeps that many sessions, chosen with `seed`.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class TurnSpill:
         """`columns` of the turns of `session_ids`, grouped by session, each session's turns in turn order; the
         sessions are asked `_WRITE_BATCH` at a time (SQLite bounds the parameters of one statement)."""
         self._write()
-        for part in _chunks(sorted(session_ids), _WRITE_BATCH):
+        for part in _chunks(session_ids, _WRITE_BATCH):  # each session in one chunk: its rows stay together
             marks = ",".join("?" * len(part))
             yield from self._db.execute(
                 f"SELECT {columns} FROM turns WHERE session_id IN ({marks}) "  # only question marks are formatted in
