@@ -211,15 +211,7 @@ def invocation_metric(
 
     def register(function: F) -> F:
         parameters, takes_any = _declared_parameters(name, function, options, option_keys)
-        read_options = _options_reader(options, parameters, takes_any)
-
-        async def score_one(eval_metric: EvalMetric, actual: Invocation, expected: Invocation | None) -> _Outcome:
-            value = await _resolved(function(actual, expected, **read_options(eval_metric)))
-            if isinstance(value, tuple) and len(value) == 2:
-                score, explanation = value
-                return _Outcome(_as_score(score, name), None if explanation is None else str(explanation))
-            return _Outcome(_as_score(value, name))
-
+        score_one = _invocation_scorer(name, function, _options_reader(options, parameters, takes_any))
         keys = parameters if options is None and option_keys is None else set(option_keys or ())
         metric(
             name,
@@ -233,6 +225,21 @@ def invocation_metric(
         return function
 
     return register
+
+
+def _invocation_scorer(
+    name: str, function: Callable[..., Any], read_options: Callable[[EvalMetric], dict[str, Any]]
+) -> Callable[[EvalMetric, Invocation, Invocation | None], Awaitable[_Outcome]]:
+    """Scores one invocation with `function` (sync or async): its score, or `(score, explanation)`."""
+
+    async def score_one(eval_metric: EvalMetric, actual: Invocation, expected: Invocation | None) -> _Outcome:
+        value = await _resolved(function(actual, expected, **read_options(eval_metric)))
+        if isinstance(value, tuple) and len(value) == 2:
+            score, explanation = value
+            return _Outcome(_as_score(score, name), None if explanation is None else str(explanation))
+        return _Outcome(_as_score(value, name))
+
+    return score_one
 
 
 def _declared_parameters(
