@@ -31,7 +31,7 @@ from agent_eval.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet, JudgeConfig
 
 __all__ = [
-    "RECORDED_PART_SESSIONS",
+    "RECORDED_PART_TURNS",
     "SHARD_DEPLOYMENT",
     "CaseRunKey",
     "ConfigGroup",
@@ -107,7 +107,7 @@ class EvalPlan:
 
     def parts(self) -> Iterator[EvalPlan]:
         """The plan a part at a time, each part invoked, scored and stored before the next is read: a recorded
-        input of more than `RECORDED_PART_SESSIONS` sessions in parts of that many; any other plan in one part,
+        input of more than `RECORDED_PART_TURNS` turns in parts of at most that many; any other plan in one part,
         itself."""
         if self.recorded is None:
             yield self
@@ -194,9 +194,10 @@ def prepare(request: EvalRequest) -> EvalPlan:
     )
 
 
-RECORDED_PART_SESSIONS = 500
-"""Sessions per part of a recorded input read a part at a time (`EvalPlan.parts`): about 2,000 turns, some 40 MB
-held at once."""
+RECORDED_PART_TURNS = 500
+"""The most turns (as read) in one part of a recorded input read a part at a time (`EvalPlan.parts`); a longer
+session is a part of its own. Measured on 100,000 spans (benchmarks/bench_traces.py): parts of 500 turns hold
+some 30 MB at once, and a run in parts of 200 or 1,000 turns was slower."""
 
 _HANDED_OVER: dict[int, tuple[EvalRequest, EvalPlan]] = {}
 
@@ -232,18 +233,18 @@ def prepared(request: EvalRequest) -> EvalPlan:
 def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tuple[str, ...], RecordedParts | None]:
     """The eval sets with their config files, notes on the input, and the parts of a recorded input too large to
     hold at once. Recorded traffic is one eval set with no config file; the eval files then give references to
-    its sessions by case id (`agent_eval.io.recorded.parts`). It is read in parts of `RECORDED_PART_SESSIONS`
-    sessions when it has more, unless the run is sharded (each shard reads the input itself); the plan's eval
+    its sessions by case id (`agent_eval.io.recorded.parts`). It is read in parts of `RECORDED_PART_TURNS` turns
+    when it has more, unless the run is sharded (each shard reads the input itself); the plan's eval
     set is then the sessions' outline (`RecordedParts.outline`)."""
     if request.recorded is None:
         return load_eval_sets_with_configs(request.paths, format=request.format), (), None
     recorded = load_recorded(request.recorded)
     references = reference_cases(load_eval_sets(request.paths) if request.paths else [])
-    parts = RecordedParts(recorded, references, RECORDED_PART_SESSIONS)
+    parts = RecordedParts(recorded, references, RECORDED_PART_TURNS)
     notes = recorded.notes()
     if parts.unmatched:
         notes.append(f"{parts.unmatched} reference case(s) have no recorded session of the same id")
-    if len(recorded.session_ids) > RECORDED_PART_SESSIONS and request.shards == 1:
+    if recorded.turns > RECORDED_PART_TURNS and request.shards == 1:
         return [(parts.outline(), None)], tuple(notes), parts
     with contextlib.closing(recorded):
         return [(parts.whole(), None)], tuple(notes), None

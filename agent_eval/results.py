@@ -19,6 +19,8 @@ __all__ = ["CacheSource", "CaseResult", "InvocationScore", "JsonFormat", "Metric
 
 NOT_APPLICABLE = "not applicable"
 """How the explanation of a result starts when its metric does not apply to the case (`metrics.scoring`)."""
+SUMMARY_DETAILS = ("judge_mode",)
+"""The keys of `MetricResult.details` that the run's summary reads (`render.console.describe_judge_modes`)."""
 _SCORED = (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.INFORMATIONAL)
 
 JsonFormat: TypeAlias = Literal["report", "vertex", "adk", "rust"]
@@ -52,6 +54,12 @@ class MetricResult(BaseModel):
     error: str | None = None
     per_invocation: list[InvocationScore] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
+
+    def summary_only(self) -> MetricResult:
+        """This result without its per-turn scores and with only the details a summary reads
+        (`SUMMARY_DETAILS`): see `CaseResult.summary_only`."""
+        details = {key: self.details[key] for key in SUMMARY_DETAILS if key in self.details}
+        return self.model_copy(update={"per_invocation": [], "details": details})
 
     @property
     def gates(self) -> bool:
@@ -112,10 +120,13 @@ class CaseResult(BaseModel):
         """Vertex AI's `failure` column: 1 when the agent itself failed on this case run."""
         return 1 if self.agent_run.failed else 0
 
-    def without_invocations(self) -> CaseResult:
-        """This case run without the agent's invocations (the store keeps them): what a report evaluated a part
-        at a time holds (`RunReport.parts`)."""
-        return self.model_copy(update={"agent_run": self.agent_run.model_copy(update={"invocations": []})})
+    def summary_only(self) -> CaseResult:
+        """This case run as a report evaluated a part at a time holds it (`RunReport.parts`): its status, scores,
+        explanations and errors, without what the store keeps for it (the agent's invocations and final session
+        state, the expected conversation, per-turn scores, and metric details but `SUMMARY_DETAILS`)."""
+        agent_run = self.agent_run.model_copy(update={"invocations": [], "final_session_state": None})
+        metrics = [metric.summary_only() for metric in self.metrics]
+        return self.model_copy(update={"agent_run": agent_run, "expected_invocations": None, "metrics": metrics})
 
 
 class CacheSource(BaseModel):
@@ -190,7 +201,8 @@ class RunReport(BaseModel):
     parts: int = Field(
         default=1,
         description="How many parts the run was evaluated in: more than one for a large recorded input, whose case "
-        "runs the report then holds without their invocations (the store has them: `agent_eval.store.load_report`).",
+        "runs the report then holds as summaries (`CaseResult.summary_only`; the store has the rest: "
+        "`agent_eval.store.load_report`).",
     )
 
     @field_validator("config")

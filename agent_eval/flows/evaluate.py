@@ -15,6 +15,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 
 from agent_eval.agents import preflight_agent
@@ -122,8 +123,8 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
     """Invoke, score, aggregate, and complete the run in the store; invocations and judge calls hold `limits`.
 
     A plan in several parts (a large recorded input, `EvalPlan.parts`) is evaluated a part at a time: each
-    part's case runs are stored with their scores as the part ends and kept in the report without their
-    invocations (the store has them: `report.parts`), so the input's turns are never all in memory at once."""
+    part's case runs are stored with their scores as the part ends and kept in the report as summaries (the store
+    has the rest: `report.parts`), so the input's turns are never all in memory at once."""
     judge_before = judge_totals().snapshot()
     in_parts = plan.recorded is not None
     cases: list[CaseResult] = []
@@ -132,6 +133,8 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
         cases.extend(await _evaluate_part(part, run, limits, stored=in_parts))
         parts += 1
         del part  # before the next part is read: one part at a time in memory
+        if in_parts:
+            _forget_task_results()
     report = build_report(
         run_id=run.id,
         cases=cases,
@@ -158,14 +161,24 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
 
 
 async def _evaluate_part(plan: EvalPlan, run: RunCreate, limits: RunLimits, *, stored: bool) -> list[CaseResult]:
-    """The case results of one part of the plan; `stored`: written to the store now, and returned without their
-    invocations."""
+    """The case results of one part of the plan; `stored`: written to the store now, and returned as summaries
+    (`CaseResult.summary_only`)."""
     runs = await _invoke(plan, run, limits)
     cases = case_results(runs, await _score_all(plan, runs, limits.judge_calls))
     if not stored:
         return cases
     persist_part(run.id, unvisited(cases), plan.request.db_url)
-    return [case.without_invocations() for case in cases]
+    return [case.summary_only() for case in cases]
+
+
+def _forget_task_results() -> None:
+    """Drop this flow run's links from finished task results to their task runs (Prefect's
+    `FlowRunContext.run_results`, a few entries per task run, kept until the flow ends). Prefect reads them to draw
+    an edge to a task that takes such a result; every task here takes its inputs quoted (`unvisited`), so none is
+    drawn, and a run of many parts would otherwise hold them for every case run."""
+    context = FlowRunContext.get()
+    if context is not None:
+        context.run_results.clear()
 
 
 async def _invoke(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> list[tuple[EvalCase, AgentRun]]:

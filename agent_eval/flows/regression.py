@@ -53,7 +53,7 @@ def compare_with_baseline(
     settings = plan.config.regression or RegressionConfig()
     current = report.model_copy(update={"config": get_run(report.run_id, engine).config})  # names each eval set's
     comparison = compare_runs(
-        load_report(choice.run_id, engine),
+        load_report(choice.run_id, engine, details=False),
         current,
         tolerance=settings.tolerance,
         confidence=settings.confidence,

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from agent_eval.store.queries import (
         CaseScore,
         RunNotFoundError,
-        agent_run_of,
         case_run_outcomes,
         case_scores,
         eval_set_hashes,
@@ -35,10 +34,10 @@ if TYPE_CHECKING:
         get_run,
         list_runs,
         load_case_records,
-        load_report,
         metric_means,
         stored_eval_sets,
     )
+    from agent_eval.store.reports import agent_run_of, load_report
     from agent_eval.store.repository import (
         HEARTBEAT_SECONDS,
         STALE_AFTER,
@@ -77,7 +76,6 @@ _EXPORTS = {
     "agent_eval.store.queries": (
         "CaseScore",
         "RunNotFoundError",
-        "agent_run_of",
         "case_run_outcomes",
         "case_scores",
         "eval_set_hashes",
@@ -85,10 +83,10 @@ _EXPORTS = {
         "get_run",
         "list_runs",
         "load_case_records",
-        "load_report",
         "metric_means",
         "stored_eval_sets",
     ),
+    "agent_eval.store.reports": ("agent_run_of", "load_report"),
     "agent_eval.store.repository": (
         "HEARTBEAT_SECONDS",
         "STALE_AFTER",

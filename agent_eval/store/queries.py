@@ -12,11 +12,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from agent_eval.aggregate import summarize
 from agent_eval.errors import EvalInputError
-from agent_eval.results import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
 from agent_eval.run_configs import scoring_fingerprints
-from agent_eval.schema import AgentRun, CacheOrigin, EvalSet, EvalStatus, Invocation, TokenUsage
+from agent_eval.schema import EvalSet, EvalStatus
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import (
     CaseRecord,
@@ -34,17 +32,17 @@ __all__ = [
     "BaselineChoice",
     "CaseScore",
     "RunNotFoundError",
-    "agent_run_of",
     "case_run_outcomes",
     "case_scores",
     "choose_baseline",
     "eval_set_hashes",
+    "eval_set_versions",
     "find_baseline",
     "get_run",
     "list_runs",
     "load_case_records",
-    "load_report",
     "metric_means",
+    "run_row",
     "stored_eval_sets",
 ]
 
@@ -94,7 +92,7 @@ def get_run(run_id: str, engine: Engine | None = None) -> RunRead:
         RunNotFoundError: no such run.
     """
     with Session(engine or get_engine()) as session:
-        return RunRead.model_validate(_run(session, run_id))
+        return RunRead.model_validate(run_row(session, run_id))
 
 
 def metric_means(run_ids: Sequence[str], engine: Engine | None = None) -> dict[str, dict[str, float]]:
@@ -125,7 +123,7 @@ def case_scores(run_id: str, engine: Engine | None = None) -> list[CaseScore]:
         .order_by(col(CaseRecord.id), col(MetricRecord.id))
     )
     with Session(engine or get_engine()) as session:
-        _run(session, run_id)
+        run_row(session, run_id)
         rows = session.exec(statement).all()
     return [
         CaseScore(case.eval_set_id, case.eval_id, case.run_index, EvalStatus(case.status), name, score)
@@ -171,7 +169,7 @@ def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | 
     """
     engine = engine or get_engine()
     with Session(engine) as session:
-        run = _run(session, run_id)
+        run = run_row(session, run_id)
         if pinned is not None:
             return _pinned(session, pinned)
         candidates = _earlier_runs(session, run)
@@ -266,8 +264,8 @@ def stored_eval_sets(run_id: str, engine: Engine | None = None) -> list[EvalSet]
         RunNotFoundError: no such run.
     """
     with Session(engine or get_engine()) as session:
-        run = _run(session, run_id)
-        by_id = _eval_sets(session, run_id)
+        run = run_row(session, run_id)
+        by_id = eval_set_versions(session, run_id)
         return [by_id[eval_set_id] for eval_set_id in run.eval_set_ids if eval_set_id in by_id]
 
 
@@ -291,126 +289,23 @@ def load_case_records(run_id: str, engine: Engine | None = None) -> list[CaseRec
         return list(session.exec(statement).all())
 
 
-def load_report(run_id: str, engine: Engine | None = None) -> RunReport:
-    """The `RunReport` of a stored run, as the flow returned it (a run not completed: what was recorded).
-
-    Case runs come in the flow's order (run index, eval set, case in its file) when the eval set versions
-    are stored, else in the order they were written; the expected invocations come from those versions.
+def run_row(session: Session, run_id: str) -> Run:
+    """The run's row.
 
     Raises:
         RunNotFoundError: no such run.
     """
-    with Session(engine or get_engine()) as session:
-        run = RunRead.model_validate(_run(session, run_id))
-        records = session.exec(select(CaseRecord).where(CaseRecord.run_id == run_id).order_by(col(CaseRecord.id)))
-        cases = list(records.all())
-        metrics = session.exec(
-            select(MetricRecord).where(MetricRecord.run_id == run_id).order_by(col(MetricRecord.id))
-        ).all()
-        eval_sets = _eval_sets(session, run_id)
-    by_case: dict[int | None, list[MetricRecord]] = defaultdict(list)
-    for metric in metrics:
-        by_case[metric.case_result_id].append(metric)
-    results = [_case_result(case, by_case[case.id], eval_sets.get(case.eval_set_id)) for case in cases]
-    return _report(run, _in_flow_order(results, run.eval_set_ids, eval_sets))
-
-
-def _run(session: Session, run_id: str) -> Run:
     run = session.get(Run, run_id)
     if run is None:
         raise RunNotFoundError(run_id, str(session.get_bind().engine.url))  # the password is masked
     return run
 
 
-def _eval_sets(session: Session, run_id: str) -> dict[str, EvalSet]:
+def eval_set_versions(session: Session, run_id: str) -> dict[str, EvalSet]:
+    """The eval set versions a run evaluated, by eval set id."""
     statement = (
         select(EvalSetVersion)
         .join(RunEvalSet, col(RunEvalSet.eval_set_hash) == col(EvalSetVersion.content_hash))
         .where(RunEvalSet.run_id == run_id)
     )
     return {v.eval_set_id: EvalSet.model_validate(v.content) for v in session.exec(statement).all()}
-
-
-def _case_result(record: CaseRecord, metrics: list[MetricRecord], eval_set: EvalSet | None) -> CaseResult:
-    key = {"eval_set_id": record.eval_set_id, "eval_id": record.eval_id, "run_index": record.run_index}
-    case = next((c for c in eval_set.eval_cases if c.eval_id == record.eval_id), None) if eval_set else None
-    return CaseResult(
-        **key,
-        status=EvalStatus(record.status),
-        agent_run=agent_run_of(record),
-        expected_invocations=case.conversation if case else None,
-        metrics=[_metric_result(m, record) for m in metrics],
-        recorded_from=case.recorded.sources if case is not None and case.recorded is not None else [],
-    )
-
-
-def agent_run_of(record: CaseRecord) -> AgentRun:
-    """The `AgentRun` a stored case result holds: invocations, error (kind, traceback), where it came from."""
-    origin = CacheOrigin(run_id=record.cached_from_run_id, invoked_at=as_utc(record.cached_at))
-    return AgentRun(
-        eval_set_id=record.eval_set_id,
-        eval_id=record.eval_id,
-        run_index=record.run_index,
-        invocations=[Invocation.model_validate(i) for i in record.actual_invocations or []],
-        latency_seconds=record.latency_seconds,
-        error=record.error,
-        error_kind=record.error_kind,
-        error_traceback=record.error_traceback,
-        attempts=record.attempts,
-        token_usage=TokenUsage.model_validate(record.token_usage) if record.token_usage else None,
-        final_session_state=record.final_session_state,
-        cached_from=origin if record.cached_from_run_id else None,
-    )
-
-
-def _metric_result(metric: MetricRecord, case: CaseRecord) -> MetricResult:
-    return MetricResult(
-        metric_name=metric.metric_name,
-        eval_set_id=case.eval_set_id,
-        eval_id=case.eval_id,
-        run_index=case.run_index,
-        score=metric.score,
-        status=EvalStatus(metric.status),
-        threshold=metric.threshold,
-        explanation=metric.explanation,
-        error=metric.error,
-        per_invocation=[InvocationScore.model_validate(p) for p in metric.per_invocation or []],
-        details=metric.details or {},
-    )
-
-
-def _in_flow_order(cases: list[CaseResult], eval_set_ids: list[str], eval_sets: dict[str, EvalSet]) -> list[CaseResult]:
-    """Sorted as the flow ran them; what the stored versions cannot place keeps its written order."""
-    set_position = {eval_set_id: i for i, eval_set_id in enumerate(eval_set_ids)}
-    case_position = {(s.eval_set_id, c.eval_id): i for s in eval_sets.values() for i, c in enumerate(s.eval_cases)}
-    unknown = len(case_position) + len(set_position)
-    return sorted(
-        cases,
-        key=lambda c: (
-            c.run_index,
-            set_position.get(c.eval_set_id, unknown),
-            case_position.get((c.eval_set_id, c.eval_id), unknown),
-        ),
-    )
-
-
-def _report(run: RunRead, cases: list[CaseResult]) -> RunReport:
-    completed = run.status == RunStatus.COMPLETED and run.summary
-    return RunReport(
-        run_id=run.id,
-        eval_set_ids=run.eval_set_ids,
-        agent_reference=run.agent_reference,
-        agent_fingerprint=run.agent_fingerprint,
-        config=run.config,
-        config_hash=run.config_hash,
-        num_runs=run.num_runs,
-        started_at=run.started_at,
-        completed_at=run.completed_at or run.updated_at or run.started_at,
-        flow_run_id=run.flow_run_id,
-        source_run_id=run.source_run_id,
-        cases=cases,
-        summary=RunSummary.model_validate(run.summary) if completed else summarize(cases),
-        regression=run.regression,
-        status=run.status,
-        error=run.error,
-    )

@@ -71,7 +71,8 @@ def test_the_spill_keeps_a_turn_read_twice_once_and_gives_the_same_cases_in_part
     loaded = load_recorded(RecordedSource(paths=[str(sessions)]))
     try:
         whole = loaded.eval_set
-        parts = list(loaded.eval_sets(3))
+        parts = list(loaded.eval_sets(4))
+        one_long_session_a_part = [[c.eval_id for c in part.eval_cases] for part in loaded.eval_sets(2)]
     finally:
         loaded.close()
 
@@ -79,7 +80,14 @@ def test_the_spill_keeps_a_turn_read_twice_once_and_gives_the_same_cases_in_part
     # turns: 1, 2, 3, 1, 2, 3, 1 (s-3 read from both files counts once)
     assert loaded.turns == 13 and loaded.notes()[0] == "recorded input: 13 turn(s) in 7 session(s), 0 skipped"
     assert [len(case.actual_conversation or []) for case in whole.eval_cases] == [1, 2, 3, 1, 2, 3, 1]
-    assert [len(part.eval_cases) for part in parts] == [3, 3, 1]
+    # parts of at most 4 turns: s-0 + s-1 (3 turns), s-2 + s-3 (4), s-4 (2: with s-5 it would be 5), s-5 + s-6 (4)
+    assert [[c.eval_id for c in part.eval_cases] for part in parts] == [
+        ["s-0", "s-1"],
+        ["s-2", "s-3"],
+        ["s-4"],
+        ["s-5", "s-6"],
+    ]
+    assert one_long_session_a_part == [[f"s-{n}"] for n in range(7)]  # s-2's 3 turns: a part over 2 turns
     assert [case for part in parts for case in part.eval_cases] == whole.eval_cases
     texts = [inv.user_content.parts[0].text for inv in whole.eval_cases[2].actual_conversation or []]
     assert texts == ["question 0 of s-2", "question 1 of s-2", "question 2 of s-2"]  # in start order
@@ -101,14 +109,18 @@ def test_a_run_in_parts_stores_and_reports_what_a_whole_run_does(
     references = str(reference(tmp_path))
     whole_url, parts_url = f"sqlite:///{tmp_path / 'whole.db'}", f"sqlite:///{tmp_path / 'parts.db'}"
     whole = evaluate([references], recorded=RecordedSource(paths=[str(sessions)]), config=CONFIG, db_url=whole_url)
-    monkeypatch.setattr("agent_eval.plan.RECORDED_PART_SESSIONS", 3)
+    monkeypatch.setattr("agent_eval.plan.RECORDED_PART_TURNS", 4)
     parted = evaluate([references], recorded=RecordedSource(paths=[str(sessions)]), config=CONFIG, db_url=parts_url)
 
-    assert (whole.parts, parted.parts) == (1, 3)
+    assert (whole.parts, parted.parts) == (1, 4)
     assert parted.summary == whole.summary and parted.summary.total == 7
     assert whole.summary.failed == 1  # s-5's answers match no reference answer
     assert _outcomes(parted) == _outcomes(whole)
-    assert all(case.agent_run.invocations == [] for case in parted.cases)
+    # the parted report holds each case's summary; the store holds the rest
+    assert all(case.agent_run.invocations == [] and case.expected_invocations is None for case in parted.cases)
+    assert all(m.per_invocation == [] and m.details == {} for case in parted.cases for m in case.metrics)
+    # per turn: the tool and token counts on 13 turns; the response match on the 2 + 3 referenced turns
+    assert sum(len(m.per_invocation) for case in whole.cases for m in case.metrics) == 13 + 13 + 5
     assert _stored_rows(parts_url) == _stored_rows(whole_url)
     assert (
         load_report(parted.run_id, get_engine(parts_url)).cases

@@ -15,7 +15,8 @@ from agent_eval.cli import main
 from agent_eval.io.recorded import RecordedSource, load_recorded
 from agent_eval.schema import EvalCase, EvalStatus
 from agent_eval.store.engine import new_engine
-from agent_eval.store.queries import case_scores, list_runs, load_case_records, load_report, metric_means
+from agent_eval.store.queries import case_scores, list_runs, load_case_records, metric_means
+from agent_eval.store.reports import load_report
 from tests.conftest import REPO_ROOT
 from tests.recorded.emitters import APP_NAME, USER_ID, Fixtures
 

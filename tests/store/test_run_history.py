@@ -52,6 +52,19 @@ def test_load_report_rebuilds_the_run_in_the_flows_order(store_url: str) -> None
     assert show("r1", db_url=store_url) == report
 
 
+def test_load_report_without_details_gives_the_case_summaries_a_comparison_reads(store_url: str) -> None:
+    engine = get_engine(store_url)
+    sets = [eval_set("first", ("a", "b"))]
+    report = make_report("r1", sets, {"m": {"a": 0.9, "b": 0.1}}, errors={"b": "ValueError: nope"})
+    _write(engine, report, sets)
+
+    loaded = load_report("r1", engine, details=False)
+
+    assert loaded.cases == [case.summary_only() for case in report.cases]
+    assert len(report.cases[0].agent_run.invocations) == 1  # what the summaries leave out
+    assert loaded.cases[1].agent_run.error == "ValueError: nope" and loaded.summary == report.summary
+
+
 def test_load_report_of_a_crashed_run_holds_what_was_recorded(store_url: str) -> None:
     engine = get_engine(store_url)
     report = make_report("r1", [eval_set()], {"m": {"a": 0.9, "b": 0.9, "c": 0.9}}, errors={"b": "ValueError: x"})

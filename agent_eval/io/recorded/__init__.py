@@ -84,7 +84,7 @@ class RecordedSource(BaseModel):
 @dataclass
 class RecordedLoad:
     """What reading recorded traffic gave: the chosen sessions, kept on disk until their cases are asked for
-    (`eval_set`, or `eval_sets` a chunk of sessions at a time), and counts for the summary. `close` (or the end
+    (`eval_set`, or `eval_sets` a part of the turns at a time), and counts for the summary. `close` (or the end
     of the process) deletes what was kept."""
 
     eval_set_id: str
@@ -104,9 +104,10 @@ class RecordedLoad:
         """Every chosen session as one eval set (its size grows with the input: `eval_sets` does not)."""
         return EvalSet(eval_set_id=self.eval_set_id, eval_cases=[c for part in self._cases(None) for c in part])
 
-    def eval_sets(self, sessions: int) -> Iterator[EvalSet]:
-        """The chosen sessions, `sessions` at a time, each chunk an eval set of the same id, in session order."""
-        for cases in self._cases(sessions):
+    def eval_sets(self, turns: int) -> Iterator[EvalSet]:
+        """The chosen sessions in parts of at most `turns` turns as read (a longer session is a part of its own),
+        each part an eval set of the same id, in session order."""
+        for cases in self._cases(turns):
             yield EvalSet(eval_set_id=self.eval_set_id, eval_cases=cases)
 
     def close(self) -> None:
@@ -133,8 +134,8 @@ class RecordedLoad:
             )
         return lines
 
-    def _cases(self, sessions: int | None) -> Iterator[list[EvalCase]]:
-        return self.spill.cases(self.session_ids, sessions or max(1, len(self.session_ids)))
+    def _cases(self, turns: int | None) -> Iterator[list[EvalCase]]:
+        return self.spill.cases(self.session_ids, turns)
 
 
 def detect_recorded_format(path: Path) -> RecordedFormat | None:

@@ -2,7 +2,7 @@
 
 Internal: the public API is `agent_eval`'s; this module's names may change between releases.
 
-A recorded input of many sessions is evaluated a part at a time (`RecordedParts`): each part's cases are read,
+A recorded input of many turns is evaluated a part at a time (`RecordedParts`): each part's cases are read,
 invoked, scored and stored before the next part is read, so the input's turns are never all in memory. The
 run's stored eval set is then its sessions *without their turns* (`RecordedParts.outline`): each case keeps where
 it was recorded (`recorded`) and its reference, and an empty `actual_conversation`; its turns are in the run's
@@ -62,11 +62,12 @@ def is_outline(eval_set: EvalSet) -> bool:
 
 @dataclass(frozen=True)
 class RecordedParts:
-    """A recorded input read `sessions` sessions at a time, each part joined to its reference cases."""
+    """A recorded input read in parts of at most `turns` turns (`RecordedLoad.eval_sets`), each part joined to
+    its reference cases."""
 
     load: RecordedLoad
     references: Mapping[str, EvalCase]
-    sessions: int
+    turns: int
 
     @property
     def unmatched(self) -> int:
@@ -74,8 +75,8 @@ class RecordedParts:
         return len(self.references.keys() - set(self.load.session_ids))
 
     def eval_sets(self) -> Iterator[EvalSet]:
-        """The parts, in session order: eval sets of the same id, each of at most `sessions` cases."""
-        for part in self.load.eval_sets(self.sessions):
+        """The parts, in session order: eval sets of the same id, each of at most `turns` turns."""
+        for part in self.load.eval_sets(self.turns):
             yield _with_references(part, self.references)
 
     def whole(self) -> EvalSet:

@@ -100,9 +100,10 @@ class TurnSpill:
             blind += not all(row[3] for row in rows)
         return SpillSummary(turns=turns, services=sorted(services), blind_sessions=blind)
 
-    def cases(self, session_ids: list[str], chunk: int) -> Iterator[list[EvalCase]]:
-        """The cases of `session_ids` (in that order), `chunk` sessions at a time."""
-        for part in _chunks(session_ids, chunk):
+    def cases(self, session_ids: list[str], turns: int | None = None) -> Iterator[list[EvalCase]]:
+        """The cases of `session_ids` (in that order), in parts of at most `turns` turns as read (a session of more
+        turns is a part of its own); None: one part."""
+        for part in self._parts(session_ids, turns):
             rows = self._rows(part, "session_id, turn")
             by_session = {sid: [pickle.loads(blob) for _, blob in turns] for sid, turns in groupby(rows, _first)}
             yield [case_of_session(session_id, by_session[session_id]) for session_id in part]
@@ -123,6 +124,22 @@ class TurnSpill:
                 "ORDER BY session_id, started_ns, seq",
                 part,
             )
+
+    def _parts(self, session_ids: list[str], turns: int | None) -> list[list[str]]:
+        """`session_ids` cut, in order, into parts of at most `turns` turns as read (see `cases`)."""
+        if turns is None:
+            return [session_ids]
+        self._write()
+        held = dict(self._db.execute("SELECT session_id, COUNT(*) FROM turns GROUP BY session_id"))
+        parts: list[list[str]] = [[]]
+        in_part = 0
+        for session_id in session_ids:
+            if parts[-1] and in_part + held[session_id] > turns:
+                parts.append([])
+                in_part = 0
+            parts[-1].append(session_id)
+            in_part += held[session_id]
+        return parts
 
     def _write(self) -> None:
         if self._pending:
