@@ -14,11 +14,13 @@ children before parents), then measures:
 | to cases | spans per second through `load_recorded` (read, group, map to ADK-shaped turns, join into cases) | - |
 | memory | peak RSS of a process that loads N/4 spans, and one that loads N, into cases (note 2) | flat, < 300 MB |
 | run memory | peak RSS of the `agent-eval run` process itself on N/4 spans and on N (note 3) | flat, < 300 MB |
+| run memory, with a baseline | the same on N spans, into the store of an earlier run of N spans (note 4) | < 300 MB |
 | run | `agent-eval run spans.jsonl` / `agent-eval run replay.evalset.json` (note 1) | <= 1.3x |
 
 1. The same turns as an eval set of recorded cases, two deterministic criteria; best of `--repeat`.
-2. `load_recorded`, then its cases `RECORDED_PART_SESSIONS` sessions at a time, as a run reads them.
+2. `load_recorded`, then its cases `RECORDED_PART_TURNS` turns at a time, as a run reads them.
 3. Its own `VmHWM`, not that of Prefect's temporary server (a child process).
+4. What a scheduled `agent-eval/traces` run does each time: it is compared with the run before it.
 
 Prints each figure with its goal; exit status 1 when a run fails.
 """
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         small, large = measure_memory(work, args.turns)
         ratio, run_peak = measure_runs(work, spans, args.repeat)
         quarter_run_peak = run_peak_of(work, work / "memory-4.jsonl")
+        compared_run_peak = timed_run(work, spans, "recorded-0")[1]  # into the store of the first recorded run
     print()
     print(f"reader: {reader_rate:,.0f} spans/s (goal >= 20,000); to cases: {cases_rate:,.0f} spans/s")
     quarter = spans_count // 4
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         f"run memory: peak RSS {quarter_run_peak:.0f} MB at {quarter:,} spans, {run_peak:.0f} MB at {spans_count:,} "
         "(goal < 300 MB)"
     )
+    print(f"run memory, with a baseline: peak RSS {compared_run_peak:.0f} MB at {spans_count:,} spans (goal < 300 MB)")
     print(f"run: recorded / replayed eval set = {ratio:.2f}x (goal <= 1.3x)")
     return 0
 
@@ -193,9 +197,9 @@ def _ignore(_: object) -> None:
 _PEAK = """
 import re, sys
 from agent_eval.io.recorded import RecordedSource, load_recorded
-from agent_eval.plan import RECORDED_PART_SESSIONS
+from agent_eval.plan import RECORDED_PART_TURNS
 loaded = load_recorded(RecordedSource(paths=[sys.argv[1]]))
-cases = sum(len(part.eval_cases) for part in loaded.eval_sets(RECORDED_PART_SESSIONS))
+cases = sum(len(part.eval_cases) for part in loaded.eval_sets(RECORDED_PART_TURNS))
 status = open("/proc/self/status", encoding="ascii").read()
 print(loaded.turns, re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1))
 """
@@ -253,6 +257,7 @@ def timed_run(work: Path, path: Path, name: str) -> tuple[float, float]:
     config = work / "config.json"
     config.write_text(json.dumps(CONFIG), encoding="utf-8")
     env = {**os.environ, "AGENT_EVAL_PREFECT_SERVER": "ephemeral", "AGENT_EVAL_MAX_INPUT_MB": "1000"}
+    env["AGENT_EVAL_WARM"] = "0"  # the run in this process, not in a warm process's child
     env["AGENT_EVAL_DB_URL"] = f"sqlite:///{work / f'{name}.db'}"
     began = time.perf_counter()
     done = subprocess.run(

@@ -105,7 +105,7 @@ class TurnSpill:
         turns is a part of its own); None: one part."""
         for part in self._parts(session_ids, turns):
             rows = self._rows(part, "session_id, turn")
-            by_session = {sid: [pickle.loads(blob) for _, blob in turns] for sid, turns in groupby(rows, _first)}
+            by_session = {sid: [pickle.loads(blob) for _, blob in held] for sid, held in groupby(rows, _first)}
             yield [case_of_session(session_id, by_session[session_id]) for session_id in part]
 
     def close(self) -> None:
