@@ -23,6 +23,7 @@ from types import FrameType
 from typing import NoReturn
 
 from agent_eval.errors import EXIT_INTERRUPTED
+from agent_eval.signals import own_signals
 
 __all__ = ["descendants", "install_signal_handlers", "process_alive", "stop_descendants", "stop_for_signal"]
 
@@ -30,9 +31,9 @@ STEP_DEADLINE_SECONDS = 4.0
 
 
 def install_signal_handlers() -> None:
-    """Handle SIGINT and SIGTERM as described in the module docstring."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _on_signal)
+    """Handle SIGINT and SIGTERM as described in the module docstring, also while a run's flow runs
+    (`agent_eval.signals`)."""
+    own_signals(_on_signal)
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:

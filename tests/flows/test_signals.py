@@ -102,6 +102,34 @@ def test_a_signal_mid_run_cancels_the_run_and_leaves_no_process(tmp_path: Path, 
     assert _left_after(children, seconds=3.0) == []  # the server's watchdog leaves a moment after the run
 
 
+SELF_STOPPING_AGENT = """
+import asyncio, os, signal
+
+async def agent(message, session):
+    if message.startswith("case1 "):
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs inside this coroutine's step, in the event loop
+    await asyncio.sleep(0.5)
+    return f"answer: {message}"
+"""
+
+
+def test_a_sigterm_that_lands_inside_a_running_case_stops_the_run_not_only_that_case(tmp_path: Path) -> None:
+    """While a flow runs, Prefect's own SIGTERM handler raises in whatever the main thread runs: inside the event
+    loop that is one case's step, which then fails while the run goes on. The CLI's handler is kept in force."""
+    (tmp_path / "self_stopping.py").write_text(SELF_STOPPING_AGENT, encoding="utf-8")
+    eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(6)])
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    command = [sys.executable, "-m", "agent_eval.cli", "run", str(eval_file), "--agent", "self_stopping:agent", "-q"]
+    result = subprocess.run(
+        [*command, "--max-concurrency", "1"], cwd=REPO_ROOT, env=_env(tmp_path, url), text=True,
+        capture_output=True, timeout=STARTUP_TIMEOUT, check=False,
+    )  # fmt: skip
+    (run,) = list_runs(get_engine(url))
+    assert result.returncode == 130, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [f"agent-eval: stopped by SIGTERM; run(s) marked cancelled: {run.id}"]
+    assert get_run(run.id, get_engine(url)).status == "cancelled"
+
+
 def _left_after(pids: list[int], seconds: float) -> list[int]:
     """Those of `pids` still alive after up to `seconds`."""
     deadline = time.monotonic() + seconds
