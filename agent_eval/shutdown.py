@@ -49,6 +49,7 @@ def stop_for_signal(signum: int) -> NoReturn:
     ended = _within_deadline(lambda: _cancel_runs(f"stopped by {name}"), default=[])
     _within_deadline(lambda: _cancel_flow_runs(f"stopped by {name}"), default=[])
     stop_descendants()
+    _remove_spills()
     from agent_eval.progress import uninstall_progress
 
     uninstall_progress()  # `os._exit` skips atexit: a bar left drawn would leave the cursor hidden
@@ -56,6 +57,14 @@ def stop_for_signal(signum: int) -> NoReturn:
     print(f"agent-eval: stopped by {name}; run(s) marked cancelled: {shown}", file=sys.stderr, flush=True)
     sys.stdout.flush()
     os._exit(EXIT_INTERRUPTED)
+
+
+def _remove_spills() -> None:
+    """`os._exit` skips the clean-up of a recorded input's temporary file: remove it here (none if no recorded
+    input was read, and then nothing is imported for it)."""
+    spill = sys.modules.get("agent_eval.io.recorded.spill")
+    if spill is not None:
+        spill.remove_own_spills()
 
 
 def _cancel_runs(reason: str) -> list[str]:

@@ -10,12 +10,19 @@ memory is one string per session (its id), and what the summary counts.
 The loader's rules, as they were when it held every turn in memory: a turn read twice (same session, same
 invocation id) counts once (the first read wins); a session's turns are ordered by start time, then by reading
 order; sessions come out sorted by id; `sample` keeps that many sessions, chosen with `seed`.
+
+A process that ends without running its clean-up (SIGKILL, or `os._exit` after a signal) leaves its file behind:
+its folder is named with its pid, the signal path removes its own (`remove_own_spills`), and every new spill
+removes those of processes no longer alive (`TurnSpill`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pickle
 import random
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -27,7 +34,10 @@ from typing import Any
 from agent_eval.io.recorded.turns import RecordedTurn, case_of_session
 from agent_eval.schema import EvalCase
 
-__all__ = ["SpillSummary", "TurnSpill"]
+__all__ = ["SPILL_PREFIX", "SpillSummary", "TurnSpill", "remove_own_spills"]
+
+SPILL_PREFIX = "agent-eval-turns-"
+"""A spill folder's name in the temporary folder: this prefix, the pid of its process, `-`, a random part."""
 
 _WRITE_BATCH = 500
 """Turns written per `executemany`: large enough to be fast, small enough to hold little."""
@@ -60,11 +70,13 @@ class TurnSpill:
     """The kept turns of one recorded input, in a temporary SQLite file that is deleted with this object.
 
     The file is private to this process and holds only turns this process pickled: it is never read from
-    anywhere else. `close` deletes it; so does the garbage collector, or the end of the process.
+    anywhere else. `close` deletes it; so does the garbage collector, or the end of the process. Creating one
+    first removes the spills of processes that died without deleting theirs.
     """
 
     def __init__(self) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="agent-eval-turns-")
+        _remove_abandoned_spills()
+        self._folder = tempfile.TemporaryDirectory(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
         self._db = sqlite3.connect(Path(self._folder.name) / "turns.sqlite3", check_same_thread=False)
         self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         self._pending: list[tuple[Any, ...]] = []
@@ -150,6 +162,41 @@ class TurnSpill:
             )
             self._pending = []
             self._session_ids = None
+
+
+def remove_own_spills() -> None:
+    """Delete this process's spill folders, for a path that ends the process without its clean-up (the CLI's
+    signal handler ends with `os._exit`)."""
+    for folder, pid in _spill_folders():
+        if pid == os.getpid():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_abandoned_spills() -> None:
+    """Delete the spill folders of processes that are no longer alive (a folder whose pid now names another
+    process is kept: deleting a live run's file would break it; the next spill after that process removes it)."""
+    for folder, pid in _spill_folders():
+        if pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _spill_folders() -> Iterator[tuple[Path, int]]:
+    """(folder, pid of the process that made it) of every spill folder in the temporary folder."""
+    with contextlib.suppress(OSError):
+        for folder in Path(tempfile.gettempdir()).glob(f"{SPILL_PREFIX}*-*"):
+            pid = folder.name.removeprefix(SPILL_PREFIX).split("-", 1)[0]
+            if pid.isdigit():
+                yield folder, int(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _first(row: tuple[Any, ...]) -> Any:
