@@ -37,9 +37,9 @@ def load_report(run_id: str, engine: Engine | None = None, *, details: bool = Tr
 
     Case runs come in the flow's order (run index, eval set, case in its file) when the eval set versions
     are stored, else in the order they were written; the expected invocations come from those versions.
-    `details=False`: each case run as a summary, what a comparison with a baseline reads: without its
-    invocations, final session state, expected conversation, per-turn scores and metric details, which are then
-    not read from the store at all.
+    `details=False`: each case run as a summary (`CaseResult.summary_only`), what a comparison with a baseline
+    reads: without its invocations, final session state, expected conversation, per-turn scores and metric
+    details, which are then not read from the store at all.
 
     Raises:
         RunNotFoundError: no such run.
@@ -71,7 +71,8 @@ def _case_results(
             by_case[metric.case_result_id].append(metric)
         for case in session.exec(case_query.options(*_unread(_CASE_DETAILS, details))):
             known_case = known.get((case.eval_set_id, case.eval_id))
-            results.append(_case_result(case, by_case[case.id], known_case, details=details))
+            result = _case_result(case, by_case[case.id], known_case, details=details)
+            results.append(result if details else result.summary_only())
         session.expunge_all()  # the chunk's rows go with the last reference to them
     return results
 
