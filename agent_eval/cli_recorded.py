@@ -105,7 +105,8 @@ def add_import_sessions_parser(commands: Any) -> None:
 def import_sessions_command(args: argparse.Namespace) -> int:
     """Write the chosen sessions as an ADK EvalSet that ADK's own loader reads and `adk eval` runs."""
     from agent_eval.io.recorded import load_recorded
-    from agent_eval.io.recorded.export import adk_eval_set
+    from agent_eval.io.recorded.export import write_adk_eval_set
+    from agent_eval.plan import RECORDED_PART_TURNS
 
     source = recorded_source(args, args.paths)
     if source is None:
@@ -114,14 +115,18 @@ def import_sessions_command(args: argparse.Namespace) -> int:
     output = Path(args.output)
     eval_set_id = args.eval_set_id or output.name.split(".")[0]
     loaded = load_recorded(source.model_copy(update={"eval_set_id": eval_set_id}))
-    written, left_out = adk_eval_set(loaded.eval_set)
-    for note in [*loaded.notes(), *left_out]:
-        print(f"agent-eval: {note}")
-    if not written.eval_cases:
-        raise EvalInputError("no session to import: every one failed or was recorded without content", file=output)
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(output.name + ".tmp")
-    temporary.write_text(written.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
-    temporary.replace(output)  # all or nothing
-    print(f"Wrote {len(written.eval_cases)} case(s) to {output}")
+    try:
+        with temporary.open("w", encoding="utf-8") as target:  # a part of the sessions in memory at a time
+            imported = write_adk_eval_set(loaded.eval_sets(RECORDED_PART_TURNS), eval_set_id, target)
+        for note in [*loaded.notes(), *imported.notes()]:
+            print(f"agent-eval: {note}")
+        if not imported.written:
+            raise EvalInputError("no session to import: every one failed or was recorded without content", file=output)
+        temporary.replace(output)  # all or nothing
+    finally:
+        temporary.unlink(missing_ok=True)
+        loaded.close()
+    print(f"Wrote {imported.written} case(s) to {output}")
     return EXIT_OK

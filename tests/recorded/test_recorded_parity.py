@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from agent_eval.io.recorded import (
     load_recorded,
     read_turns,
 )
-from agent_eval.io.recorded.export import adk_eval_set
+from agent_eval.io.recorded.export import adk_eval_set, write_adk_eval_set
 from agent_eval.io.recorded.otlp import read_spans
 from agent_eval.io.recorded.traces import group_traces
 from agent_eval.metrics import REGISTRY
@@ -485,6 +486,24 @@ def test_the_exported_eval_set_is_read_by_adk(recorded: Fixtures, source: str) -
         else:  # spans do not name the app or the user: no session input
             assert adk_case.session_input is None
     assert "actual_conversation" not in written and '"recorded"' not in written
+
+
+@pytest.mark.parametrize("source", ["sessions.json", "traces.jsonl"])
+def test_the_eval_set_written_a_part_at_a_time_is_the_whole_one(recorded: Fixtures, source: str) -> None:
+    from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+
+    loaded = load(recorded.adk2_content / source, eval_set_id="prod")
+    whole, left_out = adk_eval_set(loaded.eval_set)
+    target = io.StringIO()
+
+    imported = write_adk_eval_set(loaded.eval_sets(1), "prod", target)  # a part per session: one turn each
+
+    assert json.loads(target.getvalue()) == json.loads(whole.model_dump_json(exclude_none=True))
+    assert (imported.written, imported.notes()) == (2, left_out)
+    assert [case.eval_id for case in AdkEvalSet.model_validate_json(target.getvalue()).eval_cases] == [
+        "s-devices",
+        "s-weather",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- 7. filters
