@@ -23,6 +23,7 @@ from types import FrameType
 from typing import NoReturn
 
 from agent_eval.errors import EXIT_INTERRUPTED
+from agent_eval.processes import process_alive
 from agent_eval.signals import own_signals
 
 __all__ = ["descendants", "install_signal_handlers", "process_alive", "stop_descendants", "stop_for_signal"]
@@ -119,16 +120,3 @@ def _send(pids: list[int], signum: signal.Signals) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether `pid` runs and is not a zombie (a zombie child is gone for all purposes; our exit reaps it)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process, alive
-    with contextlib.suppress(OSError, IndexError):  # no /proc: the signal test above is all there is
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return True

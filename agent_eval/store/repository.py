@@ -18,7 +18,6 @@ older than `STALE_AFTER`.
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -29,6 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from agent_eval.processes import process_alive
 from agent_eval.results import CaseResult, RunReport
 from agent_eval.schema import AgentRun, EvalSet, EvalStatus
 from agent_eval.secrets import redact_text
@@ -184,7 +184,7 @@ def mark_abandoned_runs(engine: Engine | None = None, *, stale_after: timedelta 
     engine = engine or get_engine()
     with Session(engine) as session:
         statement = select(Run.id, Run.pid).where(col(Run.status) == RunStatus.RUNNING, col(Run.host) == this_host())
-        dead = {run_id: pid for run_id, pid in session.exec(statement).all() if pid and not _process_alive(pid)}
+        dead = {run_id: pid for run_id, pid in session.exec(statement).all() if pid and not process_alive(pid)}
     error = "its process ({pid} on {host}) ended without finishing the run"
     marked = [
         run_id
@@ -197,18 +197,6 @@ def mark_abandoned_runs(engine: Engine | None = None, *, stale_after: timedelta 
 def this_host() -> str:
     """The name this machine's runs are recorded under."""
     return socket.gethostname()
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _add_run(session: Session, run: Run, eval_sets: Sequence[EvalSet]) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.io.recorded.turns import RecordedTurn, case_of_session
+from agent_eval.processes import process_alive
 from agent_eval.schema import EvalCase
 
 __all__ = ["SPILL_PREFIX", "SpillSummary", "TurnSpill", "remove_own_spills"]
@@ -176,7 +177,7 @@ def _remove_abandoned_spills() -> None:
     """Delete the spill folders of processes that are no longer alive (a folder whose pid now names another
     process is kept: deleting a live run's file would break it; the next spill after that process removes it)."""
     for folder, pid in _spill_folders():
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -187,16 +188,6 @@ def _spill_folders() -> Iterator[tuple[Path, int]]:
             pid = folder.name.removeprefix(SPILL_PREFIX).split("-", 1)[0]
             if pid.isdigit():
                 yield folder, int(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _first(row: tuple[Any, ...]) -> Any:
