@@ -155,6 +155,11 @@ class EvalPlan:
                 batches.extend((eval_metric, spec, group_runs, judge) for eval_metric, spec in group.metrics)
         return batches
 
+    def without_outline(self) -> EvalPlan:
+        """This plan without the outline of a recorded input read in parts (`recorded`), once the run has stored
+        it: nothing after reads it, and it holds ~3 KB per session for the whole run. Other plans: themselves."""
+        return self if self.recorded is None else replace(self, eval_sets=[])
+
     def case_runs(self) -> list[CaseRunKey]:
         """Every (eval set, case, run index) to invoke, eval sets and cases in file order."""
         return [

@@ -75,6 +75,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     current_progress().start(
         run_id=run.id, ui_url=_flow_run_url(), case_runs=len(plan.case_runs()), criteria=criteria, notes=plan.notes
     )
+    plan = plan.without_outline()  # stored: a recorded input's parts bring their own cases
     async with tracked(run.id, plan.request.db_url, run.flow_run_id):
         try:
             report = await _evaluate(plan, run, limits)
