@@ -81,7 +81,9 @@ async def traces_flow(request: TracesRequest) -> Any:
     except NoRecordedTurns:
         advance_watermark(request.watermark, until, None, engine)
         return Completed(message=f"no recorded turn in [{since.isoformat()}, {until.isoformat()})")
-    outcome = await run_plan(plan)
+    plans = [plan]
+    del plan  # run_plan takes it over: held here too, its outline would outlive its storing (`without_outline`)
+    outcome = await run_plan(plans.pop())
     report = outcome if isinstance(outcome, RunReport) else outcome.data
     if isinstance(report, RunReport) and report.status == RunStatus.COMPLETED:
         advance_watermark(request.watermark, until, report.run_id, engine)

@@ -3,6 +3,7 @@ stored rows as when it is held whole."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import weakref
@@ -14,6 +15,7 @@ from sqlmodel import Session, select
 
 from agent_eval import evaluate, rerun
 from agent_eval.errors import EvalInputError
+from agent_eval.flows import TracesRequest, traces_flow
 from agent_eval.flows import evaluate as flows_evaluate
 from agent_eval.io.recorded import RecordedSource, load_recorded
 from agent_eval.io.recorded.parts import RecordedParts, is_outline
@@ -142,10 +144,12 @@ def test_a_run_in_parts_stores_and_reports_what_a_whole_run_does(
 
 
 @pytest.mark.usefixtures("prefect_server")
+@pytest.mark.parametrize("entry", ["evaluate", "traces_flow"])
 def test_a_run_in_parts_lets_go_of_the_outline_once_it_is_stored(
-    sessions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sessions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
 ) -> None:
-    """The outline (~3 KB per session) is stored at the run's start; the parts never read it again."""
+    """The outline (~3 KB per session) is stored at the run's start; the parts never read it again. Through the
+    API and through the scheduled deployment's flow."""
     outlines: list[weakref.ref[EvalSet]] = []
     alive_in_parts: list[bool] = []
     make_outline, evaluate_part = RecordedParts.outline, flows_evaluate._evaluate_part
@@ -164,7 +168,12 @@ def test_a_run_in_parts_lets_go_of_the_outline_once_it_is_stored(
     monkeypatch.setattr(flows_evaluate, "_evaluate_part", part)
     monkeypatch.setattr("agent_eval.plan.RECORDED_PART_TURNS", 4)
     url = f"sqlite:///{tmp_path / 'parts.db'}"
-    report = evaluate([], recorded=RecordedSource(paths=[str(sessions)]), config=CONFIG, db_url=url)
+    source = RecordedSource(paths=[str(sessions)])
+    if entry == "evaluate":
+        report = evaluate([], recorded=source, config=CONFIG, db_url=url)
+    else:  # the sessions were recorded in 2023: a first window that far back
+        request = TracesRequest(recorded=source, config=CONFIG, db_url=url, settle_seconds=0, first_hours=10**5)
+        report = asyncio.run(traces_flow(request))
 
     assert report.parts == len(alive_in_parts) == 4
     # at the first part, Prefect may still hold the start task's arguments (seen by their keys; whether depends on
