@@ -10,9 +10,10 @@ sharded run equals the unsharded one's.
 - **No case lost, none invoked twice.** The store is the cache every worker shares: a shard skips the case runs
   the store already holds for the run. A shard whose flow run ends in any state but Completed (failed,
   crashed, cancelled) is submitted again, up to `SHARD_ATTEMPTS` times, and finishes only what is missing. A
-  shard whose worker died (SIGKILL, a lost machine) stays Running on the server: the parent sets it Crashed
-  when it sent no Prefect heartbeat for `STALE_HEARTBEATS` periods of `PREFECT_FLOWS_HEARTBEAT_FREQUENCY`
-  (default 180 s; workers and parent should share the setting), then submits it again.
+  shard whose worker died (SIGKILL, a lost machine) stays Running on the server, or Pending when the worker died
+  while it started the shard: the parent sets it Crashed when it sent no Prefect heartbeat for
+  `STALE_HEARTBEATS` periods of `PREFECT_FLOWS_HEARTBEAT_FREQUENCY` (default 180 s; workers and parent should
+  share the setting) since it entered that state, then submits it again.
 - **Limits across workers.** The run's `max_concurrency` holds across all its shards: it is divided among
   them (`shard_concurrency`; there are never more shards than slots), so together they never exceed it, at
   no cost per invocation. The global limits a run names (`agent_eval.tasks.limits`) are held by every
@@ -187,8 +188,9 @@ async def _run_shard(plan: EvalPlan, run_id: str, index: int, count: int, submit
 
 
 async def wait_for_shard(flow_run_id: UUID, stale_after: timedelta | None = None) -> State[Any]:
-    """The flow run's state once it is final. A running shard that sent no heartbeat for `stale_after`
-    (default `STALE_HEARTBEATS` heartbeat periods: its worker died, or its machine) is set Crashed first."""
+    """The flow run's state once it is final. A running or pending shard that sent no heartbeat for `stale_after`
+    (default `STALE_HEARTBEATS` heartbeat periods: its worker died, or its machine) is set Crashed first. Pending
+    is where a worker puts a flow run while it starts its process: it never lasts a heartbeat period."""
     stale_after = stale_after or _stale_after()
     async with get_client() as client:
         while True:
@@ -196,7 +198,8 @@ async def wait_for_shard(flow_run_id: UUID, stale_after: timedelta | None = None
             state = flow_run.state
             if state is not None and state.is_final():
                 return state
-            if state is not None and state.is_running() and await _silent_for(client, flow_run, stale_after):
+            alive = state is not None and (state.is_running() or state.is_pending())
+            if alive and await _silent_for(client, flow_run, stale_after):
                 crashed: State[Any] = Crashed(
                     message=f"no heartbeat for {stale_after.total_seconds():g} s: its worker is gone"
                 )

@@ -12,7 +12,7 @@ import pytest
 from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.states import Completed, Running
+from prefect.states import Completed, Pending, Running
 from sqlmodel import Session, select
 
 from agent_eval import evaluate
@@ -101,6 +101,26 @@ def test_shards_split_the_case_runs_evenly_and_completely(tmp_path: Path) -> Non
 def test_the_runs_max_concurrency_is_divided_among_its_shards(slots: int, count: int, shares: list[int]) -> None:
     assert [shard_concurrency(slots, index, count) for index in range(count)] == shares
     assert sum(shares) == slots
+
+
+def test_a_shard_left_pending_by_a_dead_worker_is_set_crashed() -> None:
+    """A worker killed while it starts a shard leaves it Pending for good: silent past the window, it is set
+    Crashed as a running one is (before, the parent waited for it without end)."""
+
+    @flow(name="agent-eval-shard-test")
+    def stand_in() -> None:
+        """Never run: its flow runs are created and moved through states by hand."""
+
+    async def scenario() -> tuple[str, str]:
+        async with get_client() as client:
+            stuck = await client.create_flow_run(stand_in, state=Pending())
+            await asyncio.sleep(1.5)
+            silent = await asyncio.wait_for(wait_for_shard(stuck.id, stale_after=timedelta(seconds=1)), 20)
+            stored = (await client.read_flow_run(stuck.id)).state
+            assert stored is not None
+            return silent.type.value, stored.type.value
+
+    assert asyncio.run(scenario()) == ("CRASHED", "CRASHED")
 
 
 def test_a_running_shard_without_heartbeats_is_set_crashed_and_a_finished_one_is_left_alone() -> None:
