@@ -133,7 +133,7 @@ def test_a_sigterm_that_lands_inside_a_running_case_stops_the_run_not_only_that_
 def _left_after(pids: list[int], seconds: float) -> list[int]:
     """Those of `pids` still alive after up to `seconds`."""
     deadline = time.monotonic() + seconds
-    while (left := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+    while (left := [pid for pid in pids if process_alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
 
@@ -150,7 +150,7 @@ def test_a_sigkilled_run_leaves_no_temporary_server_behind(tmp_path: Path) -> No
         process.communicate(timeout=EXIT_DEADLINE)
         left = _left_after(children, seconds=15.0)
     finally:
-        for pid in descendants(process.pid) + [pid for pid in children if _alive(pid)]:
+        for pid in descendants(process.pid) + [pid for pid in children if process_alive(pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
@@ -169,7 +169,7 @@ def test_a_run_sigkilled_while_the_temporary_server_starts_leaves_no_server_behi
         process.communicate(timeout=EXIT_DEADLINE)
         left = _left_after([server_pid, watchdog], seconds=15.0)
     finally:
-        for pid in descendants(process.pid) + [pid for pid in children if _alive(pid)]:
+        for pid in descendants(process.pid) + [pid for pid in children if process_alive(pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     assert not answered  # killed while the server started
@@ -202,14 +202,6 @@ def _command(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def _alive(pid: int) -> bool:
-    """Running, not a zombie waiting to be reaped by init."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_signal_on_the_local_server_cancels_the_flow_run_there_and_the_server_lives_on(tmp_path: Path) -> None:
