@@ -15,13 +15,13 @@ from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
 from agent_eval.io.files import check_paths_exist
 from agent_eval.io.recorded import RECORDED_FORMATS, RecordedFormat, RecordedSource, detect_recorded_format
-from agent_eval.plan import EvalPlan, EvalRequest, HandOver, prepare
-from agent_eval.results import RunReport
+from agent_eval.plan.eval_plan import EvalPlan, EvalRequest, HandOver, prepare
+from agent_eval.plan.stored import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
+from agent_eval.results.model import RunReport
+from agent_eval.runtime.server import flow_server
 from agent_eval.schema import EvalConfig
-from agent_eval.server import flow_server
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, home_dir
 from agent_eval.store import check_store
-from agent_eval.stored_plans import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
 
 __all__ = ["aevaluate", "arerun", "arescore", "evaluate", "rerun", "rescore", "run_sync"]
 

@@ -17,7 +17,7 @@ from typing import Any
 from agent_eval.api import evaluate
 from agent_eval.render import format_summary
 from agent_eval.render.console import unscored_criteria_lines
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 
 __all__ = ["assert_eval_passes", "check_pass_rate"]
 

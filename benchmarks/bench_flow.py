@@ -54,7 +54,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent_eval.results import RunReport
+    from agent_eval.results.model import RunReport
 
 AGENTS_MODULE = "bench_agents.py"
 WARMUP_CASES = 4

@@ -33,7 +33,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from agent_eval.server import RECORDER_BATCH_DEFAULTS  # noqa: E402
+from agent_eval.runtime.server import RECORDER_BATCH_DEFAULTS  # noqa: E402
 from tests.deployments.prefect_stack import POOL, PREFECT, PrefectStack  # noqa: E402
 from tests.store.conftest import fresh_postgres_database  # noqa: E402
 

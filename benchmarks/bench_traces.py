@@ -197,7 +197,7 @@ def _ignore(_: object) -> None:
 _PEAK = """
 import re, sys
 from agent_eval.io.recorded import RecordedSource, load_recorded
-from agent_eval.plan import RECORDED_PART_TURNS
+from agent_eval.plan.eval_plan import RECORDED_PART_TURNS
 loaded = load_recorded(RecordedSource(paths=[sys.argv[1]]))
 cases = sum(len(part.eval_cases) for part in loaded.eval_sets(RECORDED_PART_TURNS))
 status = open("/proc/self/status", encoding="ascii").read()

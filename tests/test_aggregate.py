@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_eval.aggregate import case_status
-from agent_eval.results import CacheSource, RunReport
+from agent_eval.results.aggregate import case_status
+from agent_eval.results.model import CacheSource, RunReport
 from agent_eval.schema import CacheOrigin, EvalStatus
 from tests.render.builders import agent_run, result, run_report, sample_report
 

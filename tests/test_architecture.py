@@ -31,9 +31,9 @@ def test_an_upward_import_and_a_cycle_break_the_contracts(tmp_path: Path) -> Non
     acyclic contract the loop."""
     shutil.copytree(REPO / "agent_eval", tmp_path / "agent_eval", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    results = tmp_path / "agent_eval" / "results.py"
+    results = tmp_path / "agent_eval" / "results" / "model.py"
     results.write_text(results.read_text() + "\nfrom agent_eval.render import console  # noqa\n")
-    plan = tmp_path / "agent_eval" / "plan.py"
+    plan = tmp_path / "agent_eval" / "plan" / "eval_plan.py"
     plan.write_text(plan.read_text() + "\nfrom agent_eval.flows import evaluate  # noqa\n")
     console = tmp_path / "agent_eval" / "render" / "console.py"
     console.write_text(console.read_text() + "\nfrom agent_eval.render import html_sections  # noqa\n")

@@ -3,7 +3,7 @@ sharing one empty `model_fields_set`): the same values a copy would hold, indepe
 
 from __future__ import annotations
 
-from agent_eval.results import CaseResult
+from agent_eval.results.model import CaseResult
 from agent_eval.schema import EvalStatus, TokenUsage
 from tests.store.builders import eval_set, make_report
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent_eval.cli_values import age_hours, moment, positive
+from agent_eval.cli.values import age_hours, moment, positive
 
 
 def test_ages_and_moments_read_the_same_units() -> None:

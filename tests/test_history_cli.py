@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, col, update
 
-from agent_eval.aggregate import build_report
 from agent_eval.cli import main
 from agent_eval.compare.regression import compare_runs
 from agent_eval.render import format_summary
-from agent_eval.results import RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import RunReport
 from agent_eval.schema import EvalConfig, EvalStatus
 from agent_eval.store import (
     Run,

@@ -1,4 +1,4 @@
-"""Live progress of a run (`agent_eval.progress`): the start line, the plain status lines, the TTY bar, the no-op."""
+"""Live progress of a run (`runtime.progress`): the start line, the plain status lines, the TTY bar, the no-op."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from agent_eval.progress import (
+from agent_eval.runtime.progress import (
     DEFAULT_INTERVAL_SECONDS,
     INTERVAL_ENV,
     CaseRunOutcome,
@@ -273,7 +273,7 @@ def test_installing_again_finishes_the_previous_progress() -> None:
 
 def test_import_loads_neither_prefect_nor_rich() -> None:
     code = (
-        "import sys, agent_eval.progress; "
+        "import sys, agent_eval.runtime.progress; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'prefect', 'rich', 'pydantic'}))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)

@@ -11,8 +11,8 @@ import pytest
 
 from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV, post_webhook, webhook_block, webhook_reference
 from agent_eval.metrics.judged.backends import JudgeCallError, TransientJudgeError
-from agent_eval.plan import EvalRequest
-from agent_eval.results import RunReport
+from agent_eval.plan.eval_plan import EvalRequest
+from agent_eval.results.model import RunReport
 from agent_eval.secrets import (
     SecretUnavailableError,
     is_reference,

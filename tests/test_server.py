@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval import server
 from agent_eval.errors import EvalInputError
-from agent_eval.shutdown import process_alive
+from agent_eval.runtime import server
+from agent_eval.runtime.processes import process_alive
 from tests.flows.helpers import write_echo_set
 
 AGENT = "tests.flows.agents_for_tests:echo_agent"

@@ -1,4 +1,4 @@
-"""The warm process (`agent_eval.warm`): runs from the CLI go through it once `agent-eval server start` has started
+"""The warm process (`runtime.warm`): runs from the CLI go through it once `agent-eval server start` has started
 it, report exactly as a cold run does, pass on signals, never outlive their client, and start cold when the code
 or the environment changed. One real local Prefect server and one warm process serve the module."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval import warm
-from agent_eval.shutdown import process_alive
+from agent_eval.runtime import warm
+from agent_eval.runtime.processes import process_alive
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.conftest import REPO_ROOT
 from tests.flows.helpers import write_echo_set
@@ -221,7 +221,7 @@ def test_ci_and_the_opt_out_never_use_a_warm_process(monkeypatch: pytest.MonkeyP
     assert not warm.warm_wanted()
 
 
-SERVE_ONLY = "from agent_eval.warm.serving import serve; serve(lambda argv: 0, preload=())"
+SERVE_ONLY = "from agent_eval.runtime.warm.serving import serve; serve(lambda argv: 0, preload=())"
 
 
 def test_an_idle_warm_process_exits_and_removes_its_socket(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -38,9 +38,9 @@ from pydantic import PrivateAttr
 
 from agent_eval.agents.base import AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
 from agent_eval.agents.conversation import TurnAgent, fresh_session
+from agent_eval.agents.google_env import GOOGLE_CREDENTIALS_HELP, has_google_credentials
 from agent_eval.agents.tool_runner import ToolFunction, check_tools, run_tool, tool_source
 from agent_eval.errors import EvalInputError
-from agent_eval.google_env import GOOGLE_CREDENTIALS_HELP, has_google_credentials
 from agent_eval.schema import EvalCase, ToolMock
 
 __all__ = [
@@ -65,7 +65,7 @@ class MaxStepsReached(RuntimeError):
 
 
 def missing_credentials() -> bool:
-    """Whether the environment lacks what `genai.Client()` needs (see `agent_eval.google_env`)."""
+    """Whether the environment lacks what `genai.Client()` needs (see `agent_eval.agents.google_env`)."""
     return not has_google_credentials()
 
 

@@ -13,27 +13,16 @@ from typing import TYPE_CHECKING
 from agent_eval.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agent_eval.compare.alerts import DEFAULT_BLOCK_NAME, setup_alerts
-    from agent_eval.compare.regression import RegressionReport, compare_runs
-    from agent_eval.compare.run_history import Comparison, RunNotFoundError, compare, history, history_json, show
+    from agent_eval.compare.alerts import DEFAULT_BLOCK_NAME as DEFAULT_BLOCK_NAME
+    from agent_eval.compare.alerts import setup_alerts as setup_alerts
+    from agent_eval.compare.regression import RegressionReport as RegressionReport
+    from agent_eval.compare.regression import compare_runs as compare_runs
+    from agent_eval.compare.run_history import Comparison as Comparison
+    from agent_eval.compare.run_history import RunNotFoundError as RunNotFoundError
+    from agent_eval.compare.run_history import compare as compare
+    from agent_eval.compare.run_history import history as history
+    from agent_eval.compare.run_history import history_json as history_json
+    from agent_eval.compare.run_history import show as show
 
-_EXPORTS = {
-    "agent_eval.compare.alerts": ("DEFAULT_BLOCK_NAME", "setup_alerts"),
-    "agent_eval.compare.run_history": ("Comparison", "RunNotFoundError", "compare", "history", "history_json", "show"),
-    "agent_eval.compare.regression": ("RegressionReport", "compare_runs"),
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "DEFAULT_BLOCK_NAME",
-    "Comparison",
-    "RegressionReport",
-    "RunNotFoundError",
-    "compare",
-    "compare_runs",
-    "history",
-    "history_json",
-    "setup_alerts",
-    "show",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

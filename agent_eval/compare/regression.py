@@ -16,7 +16,7 @@ Metrics (over the shared cases)
       on either side is left out of that metric's pairing and counted in `left_out`.
     - `baseline_mean` and `current_mean` are means over the paired cases only; `difference` is the mean of the
       per-case differences (current − baseline), i.e. `current_mean − baseline_mean`.
-    - The interval is a paired percentile bootstrap of the mean difference (`agent_eval.stats`), drawn from
+    - The interval is a paired percentile bootstrap of the mean difference (`agent_eval.results.stats`), drawn from
       `numpy.random.default_rng(seed)` for every metric. One paired case gives the degenerate interval `[d, d]`
       (noted); identical runs give a difference of 0 and the interval `[0, 0]`.
     - `regressed`: the drop (−difference) exceeds the metric's tolerance AND the interval's upper bound is below
@@ -40,7 +40,7 @@ Case outcomes (over the shared cases)
       unbiased estimator `1 − C(n−c, k) / C(n, k)`; the report's pass@k averages each k over the shared cases
       that ran at least k times.
 
-Like with like (per eval set, from each report's `config`, see `agent_eval.run_configs`)
+Like with like (per eval set, from each report's `config`, see `agent_eval.results.run_configs`)
     - An eval set both runs scored with the same criteria (equal scoring fingerprints: thresholds, options,
       custom metrics, user simulator; the `regression` section does not count) is compared as above. The
       baseline the flow picks by itself always qualifies (`agent_eval.store.choose_baseline`).
@@ -52,7 +52,7 @@ Like with like (per eval set, from each report's `config`, see `agent_eval.run_c
 
 Recorded traffic (every case of both runs read from recorded spans or sessions)
     Each run scored the sessions of its own window: nothing pairs. Each metric's case scores are compared as two
-    samples (`agent_eval.stats.unpaired_difference`: means, difference of the means, bootstrap interval of it)
+    samples (`agent_eval.results.stats.unpaired_difference`: means, difference of the means, bootstrap interval of it)
     with the same tolerance and interval rule; no case flips, nothing is added or removed, and a note gives
     both pass rates.
 
@@ -76,10 +76,9 @@ from agent_eval.compare.comparison import (
     RegressionReport,
     no_baseline_payload,
 )
-from agent_eval.results import CaseResult, RunReport
-from agent_eval.run_configs import configs_by_eval_set, criterion_keys
-from agent_eval.schema import scoring_fingerprint
-from agent_eval.stats import (
+from agent_eval.results.model import CaseResult, RunReport
+from agent_eval.results.run_configs import configs_by_eval_set, criterion_keys
+from agent_eval.results.stats import (
     CaseKey,
     CaseRuns,
     PairedDifference,
@@ -94,6 +93,7 @@ from agent_eval.stats import (
     runs_by_case,
     unpaired_difference,
 )
+from agent_eval.schema import scoring_fingerprint
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 
 from agent_eval.render.html_charts import HistoryPoint
 from agent_eval.render.verdict import regression_verdict
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.store import (
     CaseScore,
     RunNotFoundError,
@@ -73,7 +73,7 @@ HISTORY_COLUMNS = [
 ]
 """The fixed columns of `history()`; one `<metric>/mean` column per metric follows them.
 
-`pass_rate` is over the evaluated case runs (`agent_eval.aggregate`), `not_evaluated` counts the others; `pass_at_k`
+`pass_rate` is over the evaluated case runs (`results.aggregate`), `not_evaluated` counts the others; `pass_at_k`
 (`{"1": ..., "2": ...}`, mean over cases) and `flaky_cases` (how many cases both passed and failed) come from
 the run's summary when cases ran more than once (else `{}` and 0); `regression` is the verdict against the
 baseline (`regressed vs RUN`, `ok vs RUN`, `no comparable baseline`, or None when the run was not compared).

@@ -21,7 +21,6 @@ from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 
 from agent_eval.agents import preflight_agent
-from agent_eval.aggregate import build_report, case_results
 from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
@@ -30,11 +29,12 @@ from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
 from agent_eval.metrics.response import STEMMING_METRICS, preload_stemmer
-from agent_eval.outage import outage_error
-from agent_eval.plan import EvalPlan, EvalRequest, prepared
-from agent_eval.progress import current_progress
+from agent_eval.plan.eval_plan import EvalPlan, EvalRequest, prepared
 from agent_eval.render.console import format_summary, summary_table_rows
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.aggregate import build_report, case_results
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.outage import outage_error
+from agent_eval.runtime.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, JudgeConfig
 from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
@@ -61,7 +61,7 @@ async def agent_eval_flow(request: EvalRequest) -> Any:
 
 async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source_run_id: str | None = None) -> Any:
     """Run a checked plan: the agent's preflight check, the store's run row, invocations, scores, the
-    comparison, artifacts, final state. An outage (see `agent_eval.outage`) is stored `errored` and
+    comparison, artifacts, final state. An outage (see `agent_eval.results.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
     await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
     await check_shard_deployment(plan.request)  # a missing shard deployment or global limit: the same

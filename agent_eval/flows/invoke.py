@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 from prefect import get_run_logger
 from sqlalchemy.engine import Engine
 
-from agent_eval.plan import CaseRunKey, EvalPlan
-from agent_eval.progress import CaseRunOutcome, current_progress
+from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan
+from agent_eval.runtime.progress import CaseRunOutcome, current_progress
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
 from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run

@@ -24,7 +24,7 @@ from prefect import Flow
 from prefect.client.schemas.objects import FlowRun, State
 from sqlmodel import Session, col, select
 
-from agent_eval.signals import reclaim_sigterm
+from agent_eval.runtime.signals import reclaim_sigterm
 from agent_eval.store import HEARTBEAT_SECONDS, Run, RunStatus, end_run, get_engine, heartbeat
 
 __all__ = [
@@ -50,7 +50,7 @@ _LOCK = threading.Lock()
 @contextlib.asynccontextmanager
 async def tracked(run_id: str, db_url: str | None, flow_run_id: str | None = None) -> AsyncIterator[None]:
     """List the run as active and keep its heartbeat going while the body runs; a CLI's signal handler stays in
-    force (`agent_eval.signals`)."""
+    force (`agent_eval.runtime.signals`)."""
     reclaim_sigterm()
     flow_run = _on_lasting_server(flow_run_id)
     with _LOCK:

@@ -20,8 +20,8 @@ from agent_eval.compare.alerts import (
     webhook_reference,
 )
 from agent_eval.compare.regression import NO_BASELINE, compare_runs, no_baseline_payload
-from agent_eval.plan import EvalPlan
-from agent_eval.results import RunReport
+from agent_eval.plan.eval_plan import EvalPlan
+from agent_eval.results.model import RunReport
 from agent_eval.schema import RegressionConfig
 from agent_eval.secrets import redact_text
 from agent_eval.store import Run, get_engine, get_run, load_report, record_regression

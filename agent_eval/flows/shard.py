@@ -46,8 +46,8 @@ from prefect.states import Cancelling, Crashed
 
 from agent_eval.errors import EvalInputError
 from agent_eval.flows.invoke import ReusePolicy, case_run_outcome, current_flow_run_id, invoke_all
-from agent_eval.plan import CaseRunKey, EvalPlan, EvalRequest, prepare
-from agent_eval.progress import current_progress
+from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan, EvalRequest, prepare
+from agent_eval.runtime.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase
 from agent_eval.store import CaseRecord, agent_run_of, case_run_outcomes, get_engine, load_case_records
 from agent_eval.tasks.limits import held_limits

@@ -9,7 +9,7 @@ from prefect import flow
 
 from agent_eval.flows.evaluate import run_plan
 from agent_eval.flows.lifecycle import on_cancelled, on_crashed
-from agent_eval.stored_plans import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
+from agent_eval.plan.stored import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
 
 __all__ = ["rerun_flow", "rescore_flow"]
 

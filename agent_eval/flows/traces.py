@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_eval.flows.evaluate import run_plan
 from agent_eval.flows.lifecycle import on_cancelled, on_crashed
 from agent_eval.io.recorded import NoRecordedTurns, RecordedSource
-from agent_eval.plan import EvalRequest, prepare
-from agent_eval.results import RunReport
+from agent_eval.plan.eval_plan import EvalRequest, prepare
+from agent_eval.results.model import RunReport
 from agent_eval.secrets import ConfigParameter, UrlParameter
 from agent_eval.store import RunStatus, get_engine
 from agent_eval.store.watermarks import advance_watermark, read_watermark

@@ -17,55 +17,20 @@ from typing import TYPE_CHECKING
 from agent_eval.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agent_eval.io.adk import legacy_rows_to_eval_set
-    from agent_eval.io.files import DATASET_SUFFIXES, EVAL_FILE_SUFFIXES
-    from agent_eval.io.loading import (
-        CONFIG_FILE_NAME,
-        InputFormat,
-        config_file_for,
-        config_from_data,
-        eval_set_from_dataframe,
-        find_config_file,
-        load_eval_config,
-        load_eval_set,
-        load_eval_sets,
-        load_eval_sets_with_configs,
-        write_eval_set,
-    )
+    from agent_eval.io.adk import legacy_rows_to_eval_set as legacy_rows_to_eval_set
+    from agent_eval.io.files import DATASET_SUFFIXES as DATASET_SUFFIXES
+    from agent_eval.io.files import EVAL_FILE_SUFFIXES as EVAL_FILE_SUFFIXES
+    from agent_eval.io.loading import CONFIG_FILE_NAME as CONFIG_FILE_NAME
+    from agent_eval.io.loading import InputFormat as InputFormat
+    from agent_eval.io.loading import config_file_for as config_file_for
+    from agent_eval.io.loading import config_from_data as config_from_data
+    from agent_eval.io.loading import eval_set_from_dataframe as eval_set_from_dataframe
+    from agent_eval.io.loading import find_config_file as find_config_file
+    from agent_eval.io.loading import load_eval_config as load_eval_config
+    from agent_eval.io.loading import load_eval_set as load_eval_set
+    from agent_eval.io.loading import load_eval_sets as load_eval_sets
+    from agent_eval.io.loading import load_eval_sets_with_configs as load_eval_sets_with_configs
+    from agent_eval.io.loading import write_eval_set as write_eval_set
 
-_EXPORTS = {
-    "agent_eval.io.loading": (
-        "CONFIG_FILE_NAME",
-        "InputFormat",
-        "config_file_for",
-        "config_from_data",
-        "eval_set_from_dataframe",
-        "find_config_file",
-        "load_eval_config",
-        "load_eval_set",
-        "load_eval_sets",
-        "load_eval_sets_with_configs",
-        "write_eval_set",
-    ),
-    "agent_eval.io.files": ("DATASET_SUFFIXES", "EVAL_FILE_SUFFIXES"),
-    "agent_eval.io.adk": ("legacy_rows_to_eval_set",),
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "CONFIG_FILE_NAME",
-    "DATASET_SUFFIXES",
-    "EVAL_FILE_SUFFIXES",
-    "InputFormat",
-    "config_file_for",
-    "config_from_data",
-    "eval_set_from_dataframe",
-    "find_config_file",
-    "legacy_rows_to_eval_set",
-    "load_eval_config",
-    "load_eval_set",
-    "load_eval_sets",
-    "load_eval_sets_with_configs",
-    "write_eval_set",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

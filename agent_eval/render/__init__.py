@@ -13,43 +13,22 @@ from typing import TYPE_CHECKING
 from agent_eval.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agent_eval.render.adk_results import eval_set_results, write_eval_set_results
-    from agent_eval.render.console import format_summary, summary_table_rows
-    from agent_eval.render.export import OUTPUT_FILES, report_json, write_outputs
-    from agent_eval.render.html import render_html, write_html
-    from agent_eval.render.html_charts import HistoryPoint
-    from agent_eval.render.junit import junit_xml, write_junit
-    from agent_eval.render.rust_results import rust_report
-    from agent_eval.render.tables import metrics_table, summary_metrics, write_table
+    from agent_eval.render.adk_results import eval_set_results as eval_set_results
+    from agent_eval.render.adk_results import write_eval_set_results as write_eval_set_results
+    from agent_eval.render.console import format_summary as format_summary
+    from agent_eval.render.console import summary_table_rows as summary_table_rows
+    from agent_eval.render.export import OUTPUT_FILES as OUTPUT_FILES
+    from agent_eval.render.export import report_json as report_json
+    from agent_eval.render.export import write_outputs as write_outputs
+    from agent_eval.render.html import render_html as render_html
+    from agent_eval.render.html import write_html as write_html
+    from agent_eval.render.html_charts import HistoryPoint as HistoryPoint
+    from agent_eval.render.junit import junit_xml as junit_xml
+    from agent_eval.render.junit import write_junit as write_junit
+    from agent_eval.render.rust_results import rust_report as rust_report
+    from agent_eval.render.tables import metrics_table as metrics_table
+    from agent_eval.render.tables import summary_metrics as summary_metrics
+    from agent_eval.render.tables import write_table as write_table
 
-_EXPORTS = {
-    "agent_eval.render.adk_results": ("eval_set_results", "write_eval_set_results"),
-    "agent_eval.render.console": ("format_summary", "summary_table_rows"),
-    "agent_eval.render.export": ("OUTPUT_FILES", "report_json", "write_outputs"),
-    "agent_eval.render.html": ("render_html", "write_html"),
-    "agent_eval.render.html_charts": ("HistoryPoint",),
-    "agent_eval.render.junit": ("junit_xml", "write_junit"),
-    "agent_eval.render.rust_results": ("rust_report",),
-    "agent_eval.render.tables": ("metrics_table", "summary_metrics", "write_table"),
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "OUTPUT_FILES",
-    "HistoryPoint",
-    "eval_set_results",
-    "format_summary",
-    "junit_xml",
-    "metrics_table",
-    "render_html",
-    "report_json",
-    "rust_report",
-    "summary_metrics",
-    "summary_table_rows",
-    "write_eval_set_results",
-    "write_html",
-    "write_junit",
-    "write_outputs",
-    "write_table",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -14,7 +14,7 @@ with unset fields left out. Where ADK's runner decides something, we do the same
   per-invocation results that line up, as ADK does);
 - a case whose agent failed has no metric results, as in ADK.
 
-Where we differ: `final_eval_status` is our case status (`agent_eval.aggregate`: a criterion that applies but could
+Where we differ: `final_eval_status` is our case status (`results.aggregate`: a criterion that applies but could
 not score the case, e.g. a metric that raised, makes it NOT_EVALUATED, where ADK would pass it on the other
 criteria), and `session_id` is `agent-eval-session-<run_id>-<eval_id>-<run_index>`, except for an ADK api_server session
 kept with `AGENT_EVAL_KEEP_SESSIONS=1`, whose own id is written (open it in `adk web`).
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_eval.results import CaseResult, InvocationScore, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, InvocationScore, MetricResult, RunReport
 from agent_eval.schema import SERVER_SESSION_KEY, Invocation
 
 __all__ = ["EVAL_SET_RESULT_SUFFIX", "app_name_of", "eval_set_results", "write_eval_set_results"]

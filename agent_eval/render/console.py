@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_eval.render.verdict import regression_lines
-from agent_eval.results import CacheSource, CaseResult, MetricResult, RunReport
-from agent_eval.run_configs import describe_configs
+from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport
+from agent_eval.results.run_configs import describe_configs
 from agent_eval.schema import EvalStatus
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any, get_args
 from agent_eval.render.adk_results import eval_set_results, write_eval_set_results
 from agent_eval.render.rust_results import rust_report
 from agent_eval.render.tables import frame_records, metrics_table, summary_metrics, write_table
-from agent_eval.results import JsonFormat, RunReport
+from agent_eval.results.model import JsonFormat, RunReport
 
 __all__ = ["OUTPUT_FILES", "JsonFormat", "report_json", "write_outputs"]
 

@@ -7,7 +7,7 @@ each metric (bars), the history of the same eval set(s) (a trend of each metric'
 case run as a collapsible block (failures and case runs not evaluated open; a "not evaluated" badge, each
 criterion that could not score it with the reason; a "cached" badge on a reused invocation) with, per turn, the
 user's message, the expected and actual trajectories side by side (calls marked matched / missing / extra by
-the multiset alignment of `agent_eval.tool_calls.align`), the expected and actual responses, and every metric's score,
+the multiset alignment of `results.tool_calls.align`), the expected and actual responses, and every metric's score,
 threshold, status and explanation (and its judge mode, for a judged metric). All text from agents, users, eval
 files and metrics is HTML-escaped.
 """
@@ -32,10 +32,10 @@ from agent_eval.render.html_sections import (
     unscored_block,
     unscored_chips,
 )
-from agent_eval.results import CaseResult, MetricResult, RunReport
-from agent_eval.run_configs import describe_configs
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.run_configs import describe_configs
+from agent_eval.results.tool_calls import Call, align, format_call
 from agent_eval.schema import EvalStatus, Invocation, content_text, tool_calls_of
-from agent_eval.tool_calls import Call, align, format_call
 
 __all__ = ["HistoryPoint", "render_html", "write_html"]
 

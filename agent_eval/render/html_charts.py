@@ -17,7 +17,7 @@ from html import escape
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agent_eval.results import MetricResult, RunReport
+from agent_eval.results.model import MetricResult, RunReport
 from agent_eval.schema import EvalStatus
 
 __all__ = [

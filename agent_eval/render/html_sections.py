@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_eval.render.console import cache_line
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
 
 __all__ = ["cache_note", "cached_badge", "regression_section", "repeated_runs_note", "unscored_block", "unscored_chips"]
 

@@ -8,7 +8,7 @@ case runs more than once), `time` the agent's latency in seconds. Outcomes:
 - an agent error: `<error type="AgentError">`, its first line as `message`, the whole error as text;
 - a failed case: `<failure type="EvalFailure" message="criteria failed: a, b">`, each failing criterion's score,
   threshold and explanation (or the error it raised) as text;
-- a case run not evaluated (nothing failed, but a criterion could not score it; `agent_eval.aggregate`): not a
+- a case run not evaluated (nothing failed, but a criterion could not score it; `agent_eval.results.aggregate`): not a
   failure but `<skipped message="not evaluated: name (reason); ...">`, each criterion that could not score it
   with its reason (the error it raised, else its explanation), and the same per line as text.
 
@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.tool_calls import format_call
 from agent_eval.schema import EvalStatus, Invocation, content_text, tool_calls_of
-from agent_eval.tool_calls import format_call
 
 __all__ = ["junit_element", "junit_xml", "write_junit"]
 

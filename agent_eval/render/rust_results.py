@@ -29,9 +29,9 @@ from collections import defaultdict
 from typing import Any
 
 from agent_eval.render.tables import turn_texts
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.tool_calls import format_call
 from agent_eval.schema import Invocation, content_text, tool_calls_of
-from agent_eval.tool_calls import format_call
 
 __all__ = ["EXECUTION_CRITERION", "is_trajectory_criterion", "rust_report"]
 

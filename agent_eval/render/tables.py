@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.schema import Invocation, content_text, tool_calls_of
 
 __all__ = [

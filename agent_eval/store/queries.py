@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from agent_eval.errors import EvalInputError
-from agent_eval.run_configs import scoring_fingerprints
+from agent_eval.results.run_configs import scoring_fingerprints
 from agent_eval.schema import EvalSet, EvalStatus
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import (

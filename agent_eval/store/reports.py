@@ -11,8 +11,8 @@ from sqlalchemy.orm import QueryableAttribute, defer
 from sqlalchemy.sql.base import ExecutableOption
 from sqlmodel import Session, col, select
 
-from agent_eval.aggregate import summarize
-from agent_eval.results import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
+from agent_eval.results.aggregate import summarize
+from agent_eval.results.model import CaseResult, InvocationScore, MetricResult, RunReport, RunSummary
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalSet, EvalStatus, Invocation, TokenUsage
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import CaseRecord, MetricRecord, RunRead, RunStatus, as_utc

@@ -28,8 +28,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from agent_eval.processes import process_alive
-from agent_eval.results import CaseResult, RunReport
+from agent_eval.results.model import CaseResult, RunReport
+from agent_eval.runtime.processes import process_alive
 from agent_eval.schema import AgentRun, EvalSet, EvalStatus
 from agent_eval.secrets import redact_text
 from agent_eval.store.engine import get_engine

@@ -30,8 +30,8 @@ from agent_eval.agents import (
 )
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.metrics.judged.policy import gated_judge_calls
-from agent_eval.plan import CaseRunKey
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.plan.eval_plan import CaseRunKey
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
 from agent_eval.secrets import redact_text
 from agent_eval.store import RunCreate, complete_run, get_engine, record_case_results, start_run

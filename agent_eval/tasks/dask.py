@@ -31,7 +31,7 @@ from prefect.cache_policies import NO_CACHE
 
 from agent_eval.agents import Agent
 from agent_eval.errors import EvalInputError, InfrastructureError
-from agent_eval.plan import CaseRunKey
+from agent_eval.plan.eval_plan import CaseRunKey
 from agent_eval.schema import AgentRun, CacheOrigin
 from agent_eval.settings import DASK_ADDRESS_ENV
 from agent_eval.tasks import invoke_case_run, run_of_outcome

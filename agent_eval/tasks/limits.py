@@ -28,7 +28,7 @@ from prefect.concurrency.asyncio import concurrency, rate_limit
 from prefect.exceptions import ObjectNotFound
 
 from agent_eval.errors import EvalInputError
-from agent_eval.plan import EvalPlan, LimitOrigin
+from agent_eval.plan.eval_plan import EvalPlan, LimitOrigin
 
 __all__ = ["RunLimits", "Slot", "held_limits"]
 

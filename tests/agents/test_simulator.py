@@ -19,7 +19,7 @@ from agent_eval.agents.simulator import (
     simulator_from_config,
 )
 from agent_eval.errors import EvalInputError
-from agent_eval.plan import EvalRequest, prepare
+from agent_eval.plan.eval_plan import EvalRequest, prepare
 from agent_eval.schema import AgentRun, EvalCase, content_text
 from tests.fakes.gemini_server import (
     FakeGeminiServer,

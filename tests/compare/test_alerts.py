@@ -26,7 +26,6 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
-from agent_eval.aggregate import summarize
 from agent_eval.compare.alerts import (
     ALERT_BLOCK_ID_ENV,
     ALERT_WEBHOOK_ENV,
@@ -36,7 +35,8 @@ from agent_eval.compare.alerts import (
     webhook_block,
 )
 from agent_eval.compare.regression import RegressionReport, compare_runs
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.aggregate import summarize
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalStatus
 from tests.conftest import REPO_ROOT
 

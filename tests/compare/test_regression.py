@@ -14,17 +14,17 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from agent_eval.aggregate import summarize
 from agent_eval.compare.regression import CaseRef, compare_runs
-from agent_eval.results import CaseResult, MetricResult, RunReport
-from agent_eval.schema import AgentRun, EvalStatus
-from agent_eval.stats import (
+from agent_eval.results.aggregate import summarize
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.stats import (
     BOOTSTRAP_SEED,
     paired_bootstrap_interval,
     paired_difference,
     pass_at_k,
     pass_at_ks,
 )
+from agent_eval.schema import AgentRun, EvalStatus
 from tests.render.builders import COMPLETED, RESPONSE, STARTED, TRAJECTORY
 
 Scores = Mapping[str, float | None]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.aggregate import summarize
 from agent_eval.compare.regression import compare_runs, no_baseline_payload
-from agent_eval.results import CaseResult, MetricResult, RunReport
+from agent_eval.results.aggregate import summarize
+from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalStatus
 from tests.render.builders import COMPLETED, RESPONSE, STARTED, TRAJECTORY
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from agent_eval.compare.regression import compare_runs
-from agent_eval.results import RunReport
-from agent_eval.stats import unpaired_difference
+from agent_eval.results.model import RunReport
+from agent_eval.results.stats import unpaired_difference
 from tests.compare.test_regression import case, report
 from tests.render.builders import RESPONSE
 

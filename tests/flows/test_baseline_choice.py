@@ -15,7 +15,7 @@ from sqlmodel import Session, col
 from agent_eval import evaluate
 from agent_eval.cli import main
 from agent_eval.errors import EXIT_FAILED
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.store import Run, RunStatus, get_engine, get_run
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server")]

@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 
 from agent_eval import evaluate
 from agent_eval.errors import EvalInputError, InfrastructureError
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.store import Run, get_engine
 from agent_eval.tasks import dask as dask_module
 from tests.conftest import REPO_ROOT

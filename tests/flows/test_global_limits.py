@@ -20,7 +20,7 @@ from agent_eval import evaluate
 from agent_eval.agents import AgentSession, AgentTurn
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged.voting import set_judge_factory
-from agent_eval.plan import EvalRequest, LimitOrigin, prepare
+from agent_eval.plan.eval_plan import EvalRequest, LimitOrigin, prepare
 from agent_eval.schema import EvalConfig, LimitsConfig
 from agent_eval.store import Run, get_engine
 from tests.fakes.gemini_server import FakeGeminiServer

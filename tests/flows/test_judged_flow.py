@@ -18,7 +18,7 @@ import pytest
 
 from agent_eval import evaluate, rescore
 from agent_eval.cli import main
-from agent_eval.results import MetricResult, RunReport
+from agent_eval.results.model import MetricResult, RunReport
 from agent_eval.schema import EvalStatus
 from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer
 from tests.flows.judge_scripts import (

@@ -20,7 +20,7 @@ from agent_eval.agents import AgentSession, AgentTurn
 from agent_eval.errors import EvalInputError
 from agent_eval.flows.shard import shard_concurrency, wait_for_shard
 from agent_eval.io import load_eval_sets
-from agent_eval.plan import EvalRequest, prepare
+from agent_eval.plan.eval_plan import EvalRequest, prepare
 from agent_eval.store import Run, get_engine
 from tests.flows.helpers import write_echo_set
 

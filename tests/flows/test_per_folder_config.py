@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from agent_eval import evaluate, rerun, rescore
-from agent_eval.plan import EvalRequest, prepare
+from agent_eval.plan.eval_plan import EvalRequest, prepare
 from agent_eval.render import format_summary
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.store import get_engine, get_run
 from tests.flows.helpers import write_echo_set
 

@@ -14,7 +14,7 @@ import pytest
 from agent_eval import api, evaluate, plan
 from agent_eval.flows import agent_eval_flow
 from agent_eval.flows import evaluate as flows_evaluate
-from agent_eval.plan import EvalPlan, EvalRequest, HandOver, prepared
+from agent_eval.plan.eval_plan import EvalPlan, EvalRequest, HandOver, prepared
 from tests.flows.helpers import write_echo_set
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server")]

@@ -16,7 +16,7 @@ from prefect.client.schemas.objects import StateType
 
 from agent_eval import evaluate
 from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.store import get_engine, get_run
 from tests.compare.test_alerts import WebhookReceiver
 from tests.flows import regression_agents

@@ -22,7 +22,7 @@ from sqlalchemy import text
 from agent_eval import evaluate
 from agent_eval.cli import main
 from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.secrets import SecretUnavailableError, resolve_secret
 from agent_eval.store import get_engine
 from tests.compare.test_alerts import WebhookReceiver

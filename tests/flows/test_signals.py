@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval import server
-from agent_eval.shutdown import descendants, process_alive
+from agent_eval.cli.shutdown import descendants
+from agent_eval.runtime import server
+from agent_eval.runtime.processes import process_alive
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.conftest import REPO_ROOT
 from tests.flows.helpers import write_echo_set
@@ -205,7 +206,7 @@ def _command(pid: int) -> bytes:
 
 
 def test_a_signal_on_the_local_server_cancels_the_flow_run_there_and_the_server_lives_on(tmp_path: Path) -> None:
-    """The local Prefect server outlives the run (`agent_eval.server`): the stopped run's flow run must not stay
+    """The local Prefect server outlives the run (`agent_eval.runtime.server`): the stopped run's flow run must not stay
     `Running` in its UI, and the server itself must not be stopped with the run's child processes."""
     (tmp_path / "slow_agent.py").write_text(SLOW_AGENT, encoding="utf-8")
     eval_file, _ = write_echo_set(tmp_path, [f"case{i}" for i in range(30)])

@@ -12,7 +12,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.metrics.custom import CustomMetric, register_custom_metric, uses_adk_types, vertex_row
 from agent_eval.metrics.registry import REGISTRY, MetricInfo, MetricRegistry, MetricSpec
 from agent_eval.metrics.scoring import score_case_run, score_criterion
-from agent_eval.results import MetricResult
+from agent_eval.results.model import MetricResult
 from agent_eval.schema import (
     AgentRun,
     ConversationScenario,

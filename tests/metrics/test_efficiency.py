@@ -12,7 +12,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.metrics.efficiency import NO_MODEL_EVENTS, NO_TIMING, NO_USAGE
 from agent_eval.metrics.registry import REGISTRY
 from agent_eval.metrics.scoring import score_case_run
-from agent_eval.results import MetricResult
+from agent_eval.results.model import MetricResult
 from agent_eval.schema import (
     AgentRun,
     ConversationScenario,

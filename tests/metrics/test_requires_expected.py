@@ -9,7 +9,7 @@ from google.genai.types import Content, Part
 from agent_eval.metrics import REGISTRY
 from agent_eval.metrics.registry import MetricRegistry, metric
 from agent_eval.metrics.scoring import score_case_run
-from agent_eval.results import MetricResult
+from agent_eval.results.model import MetricResult
 from agent_eval.schema import (
     AgentRun,
     ConversationScenario,

@@ -18,7 +18,7 @@ from agent_eval.metrics.judged.base import JudgeRequest, JudgeSample
 from agent_eval.metrics.judged.voting import set_judge_factory
 from agent_eval.metrics.registry import REGISTRY, MetricSpec
 from agent_eval.metrics.scoring import case_runs_in_flight, score_case_run, score_criterion
-from agent_eval.results import MetricResult
+from agent_eval.results.model import MetricResult
 from agent_eval.schema import (
     AgentRun,
     EvalCase,

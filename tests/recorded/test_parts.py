@@ -115,7 +115,7 @@ def test_a_run_in_parts_stores_and_reports_what_a_whole_run_does(
     references = str(reference(tmp_path))
     whole_url, parts_url = f"sqlite:///{tmp_path / 'whole.db'}", f"sqlite:///{tmp_path / 'parts.db'}"
     whole = evaluate([references], recorded=RecordedSource(paths=[str(sessions)]), config=CONFIG, db_url=whole_url)
-    monkeypatch.setattr("agent_eval.plan.RECORDED_PART_TURNS", 4)
+    monkeypatch.setattr("agent_eval.plan.eval_plan.RECORDED_PART_TURNS", 4)
     parted = evaluate([references], recorded=RecordedSource(paths=[str(sessions)]), config=CONFIG, db_url=parts_url)
 
     assert (whole.parts, parted.parts) == (1, 4)
@@ -166,7 +166,7 @@ def test_a_run_in_parts_lets_go_of_the_outline_once_it_is_stored(
 
     monkeypatch.setattr(RecordedParts, "outline", outline)
     monkeypatch.setattr(flows_evaluate, "_evaluate_part", part)
-    monkeypatch.setattr("agent_eval.plan.RECORDED_PART_TURNS", 4)
+    monkeypatch.setattr("agent_eval.plan.eval_plan.RECORDED_PART_TURNS", 4)
     url = f"sqlite:///{tmp_path / 'parts.db'}"
     source = RecordedSource(paths=[str(sessions)])
     if entry == "evaluate":

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_eval.io.recorded import RecordedSource
-from agent_eval.plan import (
+from agent_eval.plan.eval_plan import (
     RECORDED_DEFAULT_METRICS,
     EvalRequest,
     prepare,

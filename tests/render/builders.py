@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_eval.aggregate import build_report
-from agent_eval.results import InvocationScore, MetricResult, RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import InvocationScore, MetricResult, RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalConfig, EvalStatus, Invocation
 
 TRAJECTORY = "tool_trajectory_avg_score"

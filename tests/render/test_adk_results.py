@@ -10,7 +10,7 @@ import pytest
 
 from agent_eval.render import eval_set_results, write_eval_set_results
 from agent_eval.render.adk_results import app_name_of
-from agent_eval.results import InvocationScore, MetricResult
+from agent_eval.results.model import InvocationScore, MetricResult
 from agent_eval.schema import EvalStatus
 from tests.render.builders import COMPLETED, RESPONSE, TRAJECTORY, repeated_report, sample_report
 

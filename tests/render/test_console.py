@@ -10,7 +10,7 @@ from agent_eval.compare.regression import compare_runs
 from agent_eval.render import format_summary
 from agent_eval.render.console import cache_line, unscored_criteria_lines
 from agent_eval.render.verdict import regression_lines, regression_verdict
-from agent_eval.results import CacheSource, RunReport
+from agent_eval.results.model import CacheSource, RunReport
 from agent_eval.schema import CacheOrigin, EvalStatus
 from tests.render.builders import (
     PER_EVAL_SET_CONFIG,

@@ -17,7 +17,7 @@ from agent_eval.render import (
     summary_metrics,
     write_outputs,
 )
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from tests.render.builders import TRAJECTORY, repeated_report, sample_report
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.aggregate import build_report
 from agent_eval.render.html import HistoryPoint, render_html, write_html
 from agent_eval.render.html_charts import metric_tallies
-from agent_eval.results import RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalStatus
 from tests.render.builders import (
     BROKEN,

@@ -10,7 +10,7 @@ import pytest
 import xmlschema
 
 from agent_eval.render.junit import junit_xml, write_junit
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.schema import CacheOrigin, EvalStatus
 from tests.render.builders import BROKEN, LOWERCASE_WHY, RESPONSE, TRAJECTORY, metric, repeated_report, sample_report
 

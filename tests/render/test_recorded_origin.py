@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from agent_eval.render.html import render_html
 from agent_eval.render.junit import junit_xml
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from tests.render.builders import sample_report
 
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
-from agent_eval.aggregate import build_report
-from agent_eval.results import InvocationScore, MetricResult, RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import InvocationScore, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus, Invocation, TokenUsage
 from agent_eval.store import RunCreate, complete_run, start_run
 

@@ -10,7 +10,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.schema import CacheOrigin, EvalStatus
 from agent_eval.store import (
     CaseRecord,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import Session, col, select
 
-from agent_eval.aggregate import build_report
-from agent_eval.results import InvocationScore, MetricResult, RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import InvocationScore, MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, Invocation, TokenUsage
 from agent_eval.store import CaseRecord, MetricRecord, Run, get_engine, list_runs, load_case_records
 from agent_eval.store.engine import normalize_url

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from agent_eval.compare.run_history import HISTORY_COLUMNS, compare, history, show
 from agent_eval.render import format_summary
-from agent_eval.results import RunReport
+from agent_eval.results.model import RunReport
 from agent_eval.schema import EvalSet
 from agent_eval.store import (
     RunNotFoundError,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.io.recorded.turns import RecordedTurn, case_of_session
-from agent_eval.processes import process_alive
+from agent_eval.runtime.processes import process_alive
 from agent_eval.schema import EvalCase
 
 __all__ = ["SPILL_PREFIX", "SpillSummary", "TurnSpill", "remove_own_spills"]

@@ -16,48 +16,21 @@ from typing import TYPE_CHECKING
 from agent_eval.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agent_eval.metrics.judged.base import DEFAULT_JUDGE_MODEL, Judge, JudgeModelOptions, JudgeRequest, JudgeSample
-    from agent_eval.metrics.judged.cache import JudgeCache
-    from agent_eval.metrics.judged.client import ClientJudge, GenaiJudge, OpenAIJudge, close_judge_clients, make_judge
-    from agent_eval.metrics.judged.credentials import JUDGE_CREDENTIALS_HELP, check_judge_credentials
-    from agent_eval.metrics.judged.policy import JudgeStats, RetryPolicy
+    from agent_eval.metrics.judged.base import DEFAULT_JUDGE_MODEL as DEFAULT_JUDGE_MODEL
+    from agent_eval.metrics.judged.base import Judge as Judge
+    from agent_eval.metrics.judged.base import JudgeModelOptions as JudgeModelOptions
+    from agent_eval.metrics.judged.base import JudgeRequest as JudgeRequest
+    from agent_eval.metrics.judged.base import JudgeSample as JudgeSample
+    from agent_eval.metrics.judged.cache import JudgeCache as JudgeCache
+    from agent_eval.metrics.judged.client import ClientJudge as ClientJudge
+    from agent_eval.metrics.judged.client import GenaiJudge as GenaiJudge
+    from agent_eval.metrics.judged.client import OpenAIJudge as OpenAIJudge
+    from agent_eval.metrics.judged.client import close_judge_clients as close_judge_clients
+    from agent_eval.metrics.judged.client import make_judge as make_judge
+    from agent_eval.metrics.judged.credentials import JUDGE_CREDENTIALS_HELP as JUDGE_CREDENTIALS_HELP
+    from agent_eval.metrics.judged.credentials import check_judge_credentials as check_judge_credentials
+    from agent_eval.metrics.judged.policy import JudgeStats as JudgeStats
+    from agent_eval.metrics.judged.policy import RetryPolicy as RetryPolicy
 
-_EXPORTS = {
-    "agent_eval.metrics.judged.base": (
-        "DEFAULT_JUDGE_MODEL",
-        "Judge",
-        "JudgeModelOptions",
-        "JudgeRequest",
-        "JudgeSample",
-    ),
-    "agent_eval.metrics.judged.cache": ("JudgeCache",),
-    "agent_eval.metrics.judged.client": (
-        "ClientJudge",
-        "GenaiJudge",
-        "OpenAIJudge",
-        "close_judge_clients",
-        "make_judge",
-    ),
-    "agent_eval.metrics.judged.credentials": ("JUDGE_CREDENTIALS_HELP", "check_judge_credentials"),
-    "agent_eval.metrics.judged.policy": ("JudgeStats", "RetryPolicy"),
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "DEFAULT_JUDGE_MODEL",
-    "JUDGE_CREDENTIALS_HELP",
-    "ClientJudge",
-    "GenaiJudge",
-    "Judge",
-    "JudgeCache",
-    "JudgeModelOptions",
-    "JudgeRequest",
-    "JudgeSample",
-    "JudgeStats",
-    "OpenAIJudge",
-    "RetryPolicy",
-    "check_judge_credentials",
-    "close_judge_clients",
-    "make_judge",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -17,7 +17,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import ValidationError
 
-from agent_eval.google_env import vertex_enabled
+from agent_eval.agents.google_env import vertex_enabled
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import GEMINI_BASE_URL_ENV, gemini_base_url
 from agent_eval.metrics.judged.policy import LoopLocal

@@ -19,8 +19,8 @@ import os
 from typing import Literal
 from urllib.parse import urlsplit
 
+from agent_eval.agents.google_env import has_google_credentials, vertex_enabled
 from agent_eval.errors import EvalInputError
-from agent_eval.google_env import has_google_credentials, vertex_enabled
 from agent_eval.schema import judge_retry_expected, judge_retry_valid
 from agent_eval.secrets import redact_url_credentials
 

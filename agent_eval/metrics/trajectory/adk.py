@@ -23,12 +23,12 @@ from agent_eval.metrics.common import (
     status_for,
 )
 from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.results.tool_calls import format_call
 from agent_eval.schema import (
     EvaluationResult,
     PerInvocationResult,
     tool_calls_of,
 )
-from agent_eval.tool_calls import format_call
 
 __all__ = ["MatchType", "ToolTrajectoryOptions", "tool_trajectory_avg_score", "trajectory_matches"]
 

@@ -20,13 +20,13 @@ from google.genai import types as genai_types
 
 from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, status_for
 from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.results.tool_calls import format_call
 from agent_eval.schema import (
     EvalMetric,
     EvaluationResult,
     PerInvocationResult,
     tool_calls_of,
 )
-from agent_eval.tool_calls import format_call
 
 __all__ = [
     "TRAJECTORY_OPTION_KEYS",

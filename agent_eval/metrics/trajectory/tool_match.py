@@ -67,13 +67,13 @@ from google.genai import types as genai_types
 from agent_eval.metrics.common import model_option_keys, overall_result, status_for
 from agent_eval.metrics.registry import MetricContext, metric
 from agent_eval.metrics.trajectory.matching import Alignment, Call, Matcher, MatchOptions, parse_options
+from agent_eval.results.tool_calls import format_call
 from agent_eval.schema import (
     EvalMetric,
     EvaluationResult,
     PerInvocationResult,
     tool_calls_of,
 )
-from agent_eval.tool_calls import format_call
 
 __all__ = ["as_calls", "explain_alignment", "matcher_for", "tool_trajectory_match"]
 

@@ -36,6 +36,7 @@ from google.genai import types as genai_types
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.common import needs_explanation, overall_result, status_for
 from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.results.tool_calls import Alignment, Call, align, format_call
 from agent_eval.schema import (
     EvalMetric,
     EvaluationResult,
@@ -43,7 +44,6 @@ from agent_eval.schema import (
     PerInvocationResult,
     tool_calls_of,
 )
-from agent_eval.tool_calls import Alignment, Call, align, format_call
 
 __all__ = [
     "any_order_match",

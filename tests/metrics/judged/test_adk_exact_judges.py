@@ -31,7 +31,6 @@ from google.adk.evaluation.rubric_based_final_response_quality_v1 import RubricB
 from google.adk.evaluation.rubric_based_tool_use_quality_v1 import RubricBasedToolUseV1Evaluator
 from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import PerTurnUserSimulatorQualityV1
 
-from agent_eval.aggregate import build_report
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged import mode as judge_mode
 from agent_eval.metrics.judged.adk import final_response_match_v2, hallucinations_v1, safety_v1
@@ -41,7 +40,8 @@ from agent_eval.metrics.judged.user_simulator import per_turn_user_simulator_qua
 from agent_eval.metrics.registry import REGISTRY
 from agent_eval.metrics.scoring import score_criterion
 from agent_eval.render import format_summary, render_html
-from agent_eval.results import RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import RunReport
 from agent_eval.schema import (
     AgentRun,
     ConversationScenario,

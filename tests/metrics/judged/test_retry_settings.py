@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from google.genai.types import Content, Part
 
-from agent_eval.aggregate import build_report
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data
 from agent_eval.metrics.judged.base import Judge, JudgeSample
@@ -26,7 +25,8 @@ from agent_eval.metrics.judged.voting import set_judge_factory
 from agent_eval.metrics.registry import REGISTRY
 from agent_eval.metrics.scoring import score_criterion
 from agent_eval.render.console import format_summary
-from agent_eval.results import MetricResult, RunReport
+from agent_eval.results.aggregate import build_report
+from agent_eval.results.model import MetricResult, RunReport
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, Invocation, JudgeConfig
 from tests.fakes.gemini_server import FakeGeminiServer, error_reply, text_reply
 from tests.metrics.judged.helpers import make_request, run, verdict_json

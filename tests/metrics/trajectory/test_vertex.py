@@ -27,6 +27,7 @@ from agent_eval.metrics.trajectory.vertex import (
     trajectory_recall,
     trajectory_single_tool_use,
 )
+from agent_eval.results.tool_calls import Call, align
 from agent_eval.schema import (
     AgentRun,
     EvalCase,
@@ -38,7 +39,6 @@ from agent_eval.schema import (
     InvocationEvent,
     InvocationEvents,
 )
-from agent_eval.tool_calls import Call, align
 
 A: Call = ("get_weather", {"city": "Paris"})
 B: Call = ("set_temperature", {"location": "Bedroom", "temperature": 21})

@@ -13,7 +13,7 @@ from agent_eval.agents import AgentFailure, resolve_agent
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config
 from agent_eval.io.recorded.parts import is_outline
-from agent_eval.plan import (
+from agent_eval.plan.eval_plan import (
     ConfigGroup,
     EvalPlan,
     EvalRequest,
@@ -21,7 +21,7 @@ from agent_eval.plan import (
     ready_agent,
     simulator_config,
 )
-from agent_eval.run_configs import CONFIG_FILES, configs_by_eval_set
+from agent_eval.results.run_configs import CONFIG_FILES, configs_by_eval_set
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalSet, EvalStatus
 from agent_eval.secrets import ConfigParameter, UrlParameter
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY

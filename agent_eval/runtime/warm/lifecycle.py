@@ -12,10 +12,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent_eval.background import runs_command, spawn_detached, state_lock, stop_process
+from agent_eval.runtime.background import runs_command, spawn_detached, state_lock, stop_process
+from agent_eval.runtime.processes import process_alive
+from agent_eval.runtime.warm.protocol import socket_path
 from agent_eval.settings import home_dir
-from agent_eval.shutdown import process_alive
-from agent_eval.warm.protocol import socket_path
 
 __all__ = [
     "READY_TIMEOUT_SECONDS",

@@ -23,17 +23,17 @@ from types import FrameType
 from typing import NoReturn
 
 from agent_eval.errors import EXIT_INTERRUPTED
-from agent_eval.processes import process_alive
-from agent_eval.signals import own_signals
+from agent_eval.runtime.processes import process_alive
+from agent_eval.runtime.signals import own_signals
 
-__all__ = ["descendants", "install_signal_handlers", "process_alive", "stop_descendants", "stop_for_signal"]
+__all__ = ["descendants", "install_signal_handlers", "stop_descendants", "stop_for_signal"]
 
 STEP_DEADLINE_SECONDS = 4.0
 
 
 def install_signal_handlers() -> None:
     """Handle SIGINT and SIGTERM as described in the module docstring, also while a run's flow runs
-    (`agent_eval.signals`)."""
+    (`agent_eval.runtime.signals`)."""
     own_signals(_on_signal)
 
 
@@ -51,7 +51,7 @@ def stop_for_signal(signum: int) -> NoReturn:
     _within_deadline(lambda: _cancel_flow_runs(f"stopped by {name}"), default=[])
     stop_descendants()
     _remove_spills()
-    from agent_eval.progress import uninstall_progress
+    from agent_eval.runtime.progress import uninstall_progress
 
     uninstall_progress()  # `os._exit` skips atexit: a bar left drawn would leave the cursor hidden
     shown = ", ".join(ended) if ended else "none"

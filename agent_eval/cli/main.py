@@ -5,7 +5,7 @@ Internal: the interface is the `agent-eval` command; this module's names may cha
 Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `rescore RUN_ID` (its
 invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
 failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`, `server
-start|stop|status` (the local Prefect server that runs reuse, `agent_eval.server`).
+start|stop|status` (the local Prefect server that runs reuse, `agent_eval.runtime.server`).
 
 Exit codes (one table for every command, `agent_eval.errors`): 0 every case passed (or the command did what
 it was asked), 1 a case failed or a criterion scored no case run, 2 usage / input / config error (a bad file,
@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from agent_eval.cli_parser import build_parser
-from agent_eval.cli_recorded import import_sessions_command, recorded_source
-from agent_eval.cli_server import keep_warm, server_command
+from agent_eval.cli.parser import build_parser
+from agent_eval.cli.recorded import import_sessions_command, recorded_source
+from agent_eval.cli.server import keep_warm, server_command
 from agent_eval.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -45,7 +45,7 @@ from agent_eval.errors import (
 )
 
 if TYPE_CHECKING:
-    from agent_eval.results import RunReport
+    from agent_eval.results.model import RunReport
 
 __all__ = ["main", "serve_warm"]
 
@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     _print_case_events()
     if args.command in EVALUATING_COMMANDS:
-        from agent_eval.shutdown import install_signal_handlers
+        from agent_eval.cli.shutdown import install_signal_handlers
 
         install_signal_handlers()
         _show_progress(args)
@@ -271,29 +271,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{type(error).__name__}: {error} (run again with -v for the traceback)", EXIT_INFRASTRUCTURE
         )
     finally:
-        from agent_eval.progress import uninstall_progress
+        from agent_eval.runtime.progress import uninstall_progress
 
         uninstall_progress()
 
 
 def _in_warm_process(argv: Sequence[str] | None) -> int | None:
-    """The command's exit code when the warm process ran it (`agent_eval.warm`), else None: run it here."""
-    from agent_eval.warm import run_in_warm_process
+    """The command's exit code when the warm process ran it (`agent_eval.runtime.warm`), else None: run it here."""
+    from agent_eval.runtime.warm import run_in_warm_process
 
     return run_in_warm_process(sys.argv[1:] if argv is None else argv)
 
 
 def serve_warm() -> None:
-    """The warm process's entry point (`agent_eval.warm`): serve runs of this command line until stopped."""
-    from agent_eval.warm import serve
+    """The warm process's entry point (`agent_eval.runtime.warm`): serve runs of this command line until stopped."""
+    from agent_eval.runtime.warm import serve
 
     serve(main)
 
 
 def _show_progress(args: argparse.Namespace) -> None:
-    """Live progress on stderr for an evaluating command (`agent_eval.progress`); none with `-q`, and no bar
+    """Live progress on stderr for an evaluating command (`agent_eval.runtime.progress`); none with `-q`, and no bar
     with `-v`, whose Prefect log lines would tear it (status lines instead)."""
-    from agent_eval.progress import install_progress
+    from agent_eval.runtime.progress import install_progress
 
     install_progress(enabled=not args.quiet, judge_stats=_judge_totals, plain=args.verbose)
 
@@ -332,9 +332,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def _start_prefect_server() -> None:
-    """Start the local Prefect server now, when the run will use it (`agent_eval.server`) and none runs, so its
+    """Start the local Prefect server now, when the run will use it (`agent_eval.runtime.server`) and none runs, so its
     start overlaps loading the inputs and importing the agent; the flow waits for it."""
-    from agent_eval import server
+    from agent_eval.runtime import server
 
     if server.server_mode() == "local":
         running, started = server.start_local_server()
@@ -343,7 +343,7 @@ def _start_prefect_server() -> None:
 
 
 def _stop_for_signal(signum: int) -> NoReturn:
-    from agent_eval.shutdown import stop_for_signal
+    from agent_eval.cli.shutdown import stop_for_signal
 
     stop_for_signal(signum)
 

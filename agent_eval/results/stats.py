@@ -39,7 +39,7 @@ from typing import TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from agent_eval.results import CaseResult
+from agent_eval.results.model import CaseResult
 from agent_eval.schema import EvalStatus
 
 __all__ = [

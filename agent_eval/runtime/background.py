@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from agent_eval.shutdown import process_alive
+from agent_eval.runtime.processes import process_alive
 
 __all__ = ["in_ci", "runs_command", "spawn_detached", "state_lock", "stop_process", "stop_with_this_process"]
 
@@ -95,7 +95,7 @@ def stop_with_this_process(pid: int, *words: bytes) -> None:
     One watchdog per pid, however often this is called."""
     if pid in _watchdogs:
         return
-    command = [sys.executable, "-P", "-c", "from agent_eval.background import watch; watch()", str(os.getpid())]
+    command = [sys.executable, "-P", "-c", "from agent_eval.runtime.background import watch; watch()", str(os.getpid())]
     command += [str(pid), *(word.decode() for word in words)]
     _watchdogs[pid] = subprocess.Popen(
         command,

@@ -35,7 +35,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent_eval.background import (
+from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.runtime.background import (
     in_ci,
     runs_command,
     spawn_detached,
@@ -43,9 +44,8 @@ from agent_eval.background import (
     stop_process,
     stop_with_this_process,
 )
-from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.runtime.processes import process_alive
 from agent_eval.settings import home_dir
-from agent_eval.shutdown import process_alive
 
 if TYPE_CHECKING:
     from prefect.server.api.server import SubprocessASGIServer

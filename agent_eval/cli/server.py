@@ -1,5 +1,5 @@
 """`agent-eval server start|stop|status`, and the warm process that keeps a run's imports ready beside the local
-Prefect server (`agent_eval.server`, `agent_eval.warm`).
+Prefect server (`agent_eval.runtime.server`, `agent_eval.runtime.warm`).
 
 Internal: the interface is the `agent-eval` command; this module's names may change between releases."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent_eval import server, warm
 from agent_eval.errors import EXIT_OK
+from agent_eval.runtime import server, warm
 
 __all__ = ["add_server_parser", "keep_warm", "server_command"]
 

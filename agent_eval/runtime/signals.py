@@ -1,4 +1,4 @@
-"""The process's own SIGINT / SIGTERM handler, when its program has one (the CLI: `agent_eval.shutdown`), kept
+"""The process's own SIGINT / SIGTERM handler, when its program has one (the CLI: `agent_eval.cli.shutdown`), kept
 in force while a run is evaluated.
 
 Internal: the public API is `agent_eval`'s; this module's names may change between releases.

@@ -19,7 +19,7 @@ Run summary (`summarize`, one row per case run)
       never as failures; 0.0 when nothing was evaluated.
     - pass@k and flakiness, when some case ran more than once: a case's `n` is its evaluated runs (passed or
       failed) and `c` its passed ones; `pass_at_k` averages the unbiased estimator `1 - C(n-c, k) / C(n, k)`
-      (`agent_eval.stats.pass_at_k`) over the cases, each k over the cases with at least k evaluated runs. A case is
+      (`stats.pass_at_k`) over the cases, each k over the cases with at least k evaluated runs. A case is
       *flaky* when it both passed and failed across its runs (listed as `eval_set_id/eval_id`, in report order).
     - `avg_scores`: per metric, the mean of its scores (scored results only).
     - `cached_case_runs`: the case runs whose invocations were reused from an earlier evaluation
@@ -36,9 +36,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from agent_eval.results import CacheSource, CaseResult, MetricResult, RunReport, RunSummary
+from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport, RunSummary
+from agent_eval.results.stats import mean_pass_at_k, pass_at_ks, runs_by_case
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus
-from agent_eval.stats import mean_pass_at_k, pass_at_ks, runs_by_case
 
 __all__ = ["build_report", "cache_sources", "case_results", "case_status", "repeated_run_stats", "summarize"]
 

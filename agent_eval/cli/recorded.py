@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.cli_values import moment, positive
+from agent_eval.cli.values import moment, positive
 from agent_eval.errors import EXIT_OK, EvalInputError
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def import_sessions_command(args: argparse.Namespace) -> int:
     """Write the chosen sessions as an ADK EvalSet that ADK's own loader reads and `adk eval` runs."""
     from agent_eval.io.recorded import load_recorded
     from agent_eval.io.recorded.export import write_adk_eval_set
-    from agent_eval.plan import RECORDED_PART_TURNS
+    from agent_eval.plan.eval_plan import RECORDED_PART_TURNS
 
     source = recorded_source(args, args.paths)
     if source is None:

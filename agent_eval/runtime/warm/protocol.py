@@ -21,7 +21,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from agent_eval.background import in_ci
+from agent_eval.runtime.background import in_ci
 from agent_eval.settings import home_dir
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The checked plan built from what an evaluation is asked to do (`EvalRequest`, in `agent_eval.request`).
+"""The checked plan built from what an evaluation is asked to do (`EvalRequest`, in `agent_eval.plan.request`).
 
 Internal: the public API is `agent_eval`'s; this module's names may change between releases.
 
@@ -26,8 +26,8 @@ from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import check_judge_credentials
 from agent_eval.metrics.judged.adk import JudgedOptions
-from agent_eval.request import SHARD_DEPLOYMENT, EvalRequest
-from agent_eval.run_configs import stored_config, stored_config_hash
+from agent_eval.plan.request import SHARD_DEPLOYMENT, EvalRequest
+from agent_eval.results.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet, JudgeConfig
 
 __all__ = [
@@ -134,7 +134,7 @@ class EvalPlan:
         return names
 
     def stored_config(self) -> dict[str, Any]:
-        """`runs.config`: the config, or each eval set's when they differ (`agent_eval.run_configs`)."""
+        """`runs.config`: the config, or each eval set's when they differ (`agent_eval.results.run_configs`)."""
         configs = {i: group.config for group in self.config_groups() for i in group.eval_set_ids}
         files = {i: file for group in self.config_groups() for i, file in group.files.items()}
         return stored_config(_in_order(configs, self.eval_sets), files)

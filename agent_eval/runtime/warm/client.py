@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from agent_eval.errors import EXIT_INFRASTRUCTURE
-from agent_eval.warm.lifecycle import warm_process_status
-from agent_eval.warm.protocol import (
+from agent_eval.runtime.warm.lifecycle import warm_process_status
+from agent_eval.runtime.warm.protocol import (
     code_fingerprint,
     in_warm_child,
     messages,

@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from agent_eval.errors import EXIT_INFRASTRUCTURE
-from agent_eval.warm.protocol import (
+from agent_eval.runtime.warm.protocol import (
     STDIO,
     code_fingerprint,
     in_warm_child,

@@ -9,9 +9,9 @@ import argparse
 from typing import Any
 
 from agent_eval.agents.references import AGENT_REFERENCE_FORMS
-from agent_eval.cli_recorded import RECORDED_FORMAT_CHOICES, add_import_sessions_parser, add_recorded_arguments
-from agent_eval.cli_server import add_server_parser
-from agent_eval.cli_values import age_hours, positive
+from agent_eval.cli.recorded import RECORDED_FORMAT_CHOICES, add_import_sessions_parser, add_recorded_arguments
+from agent_eval.cli.server import add_server_parser
+from agent_eval.cli.values import age_hours, positive
 from agent_eval.settings import DASK_ADDRESS_ENV, DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 __all__ = ["build_parser"]

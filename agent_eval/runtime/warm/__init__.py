@@ -34,16 +34,16 @@ Rules (README "The everyday loop"):
 
 from __future__ import annotations
 
-from agent_eval.warm.client import run_in_warm_process
-from agent_eval.warm.lifecycle import (
+from agent_eval.runtime.warm.client import run_in_warm_process
+from agent_eval.runtime.warm.lifecycle import (
     WarmProcess,
     start_warm_process,
     stop_warm_process,
     wait_until_ready,
     warm_process_status,
 )
-from agent_eval.warm.protocol import WARM_ENV, in_warm_child, warm_wanted
-from agent_eval.warm.serving import PRELOADED, serve
+from agent_eval.runtime.warm.protocol import WARM_ENV, in_warm_child, warm_wanted
+from agent_eval.runtime.warm.serving import PRELOADED, serve
 
 __all__ = [
     "PRELOADED",

@@ -159,7 +159,7 @@ class CacheSource(BaseModel):
 
 
 class RunSummary(BaseModel):
-    """Totals of a run, as ADK-Rust's report summary: one row per case run (rules in `agent_eval.aggregate`)."""
+    """Totals of a run, as ADK-Rust's report summary: one row per case run (rules in `agent_eval.results.aggregate`)."""
 
     model_config = ConfigDict(extra="forbid")
 
