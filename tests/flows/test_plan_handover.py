@@ -1,5 +1,5 @@
 """An evaluation from the Python API (and so the CLI) reads its inputs once: the plan checked before Prefect
-starts is handed over to the flow that runs in the same process (`agent_eval.plan.HandOver`); a flow that Prefect
+starts is handed over to the flow that runs in the same process (`agent_eval.plan.eval_plan.HandOver`); a flow that Prefect
 starts itself loads its own."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval import api, evaluate, plan
+from agent_eval import api, evaluate
 from agent_eval.flows import agent_eval_flow
 from agent_eval.flows import evaluate as flows_evaluate
+from agent_eval.plan import eval_plan as plan
 from agent_eval.plan.eval_plan import EvalPlan, EvalRequest, HandOver, prepared
 from tests.flows.helpers import write_echo_set
 

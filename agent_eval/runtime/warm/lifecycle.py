@@ -54,7 +54,7 @@ def start_warm_process() -> WarmProcess:
         if running is not None:
             return running
         # -P: no folder on sys.path before the installed packages (as for the `agent-eval` console script)
-        command = [sys.executable, "-P", "-c", "from agent_eval.cli import serve_warm; serve_warm()"]
+        command = [sys.executable, "-P", "-c", "from agent_eval.cli.main import serve_warm; serve_warm()"]
         pid = spawn_detached(command, log_path())
         warm = WarmProcess(pid=pid, socket_path=str(socket_path()), started_at=time.time())
         _state_path().write_text(json.dumps(asdict(warm)), encoding="utf-8")
