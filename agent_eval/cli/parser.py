@@ -12,6 +12,7 @@ from agent_eval.agents.references import AGENT_REFERENCE_FORMS
 from agent_eval.cli.recorded import RECORDED_FORMAT_CHOICES, add_import_sessions_parser, add_recorded_arguments
 from agent_eval.cli.server import add_server_parser
 from agent_eval.cli.values import age_hours, positive
+from agent_eval.render.formats import output_dir_help
 from agent_eval.settings import DASK_ADDRESS_ENV, DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
 
 __all__ = ["build_parser"]
@@ -124,11 +125,7 @@ def _add_quiet_argument(command: argparse.ArgumentParser) -> None:
 
 def _add_output_arguments(command: argparse.ArgumentParser) -> None:
     """Where a run's report is also written: a folder of every format, JUnit XML, HTML."""
-    command.add_argument(
-        "--output-dir",
-        help="also write the Vertex AI tables (CSV, JSON), report.json, rust_report.json and ADK "
-        "*.evalset_result.json files into this folder",
-    )
+    command.add_argument("--output-dir", help=output_dir_help())  # the registry of agent_eval.render.formats
     command.add_argument("--junit", help="also write JUnit XML (one test case per case run) to this file")
     command.add_argument("--html", help="also write the self-contained HTML report to this file")
 

@@ -1,5 +1,6 @@
 """Render: a run report as the console summary, JSON, HTML, JUnit XML, Vertex AI tables, and ADK and ADK-Rust
-result files. Renderers read `agent_eval.results` and never a metric's internals.
+result files. Renderers read `agent_eval.results` and never a metric's internals. The formats `--output-dir`
+writes, and the JSON shapes of `report_json`, are one registry: `agent_eval.render.formats`.
 
 Internal: the public API is `agent_eval`'s; this package's `__all__` serves extension work
 (a new renderer) and may change between releases.
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from agent_eval.render.export import OUTPUT_FILES as OUTPUT_FILES
     from agent_eval.render.export import report_json as report_json
     from agent_eval.render.export import write_outputs as write_outputs
+    from agent_eval.render.formats import OutputFormat as OutputFormat
+    from agent_eval.render.formats import output_formats as output_formats
+    from agent_eval.render.formats import register_format as register_format
+    from agent_eval.render.formats import unregister_format as unregister_format
     from agent_eval.render.html import render_html as render_html
     from agent_eval.render.html import write_html as write_html
     from agent_eval.render.html_charts import HistoryPoint as HistoryPoint

@@ -27,7 +27,10 @@ _SUMMARY_FIELDS_SET: set[str] = set()
 _Model = TypeVar("_Model", bound=BaseModel)
 
 JsonFormat: TypeAlias = Literal["report", "vertex", "adk", "rust"]
-"""The shapes `agent_eval.render.report_json` writes: ours, Vertex AI's, ADK's eval history, ADK-Rust's report."""
+"""The shapes `agent_eval.render.report_json` writes: ours, Vertex AI's, ADK's eval history, ADK-Rust's report.
+
+Spelled out so that a caller's typo fails mypy; tests/render/test_formats.py checks it names exactly the output
+formats of `agent_eval.render.formats` that have a `document`, in their order."""
 
 
 class InvocationScore(BaseModel):
@@ -243,7 +246,7 @@ class RunReport(BaseModel):
 
     @property
     def errored(self) -> bool:
-        """Whether the run is an outage rather than a result (see `agent_eval.flows.outage`)."""
+        """Whether the run is an outage rather than a result (see `agent_eval.results.outage`)."""
         return self.status == "errored"
 
     @property
