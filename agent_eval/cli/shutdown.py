@@ -18,15 +18,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
 from agent_eval.errors import EXIT_INTERRUPTED
-from agent_eval.runtime.processes import process_alive
+from agent_eval.runtime.processes import descendants, process_alive
 from agent_eval.runtime.signals import own_signals
 
-__all__ = ["descendants", "install_signal_handlers", "stop_descendants", "stop_for_signal"]
+__all__ = ["install_signal_handlers", "stop_descendants", "stop_for_signal"]
 
 STEP_DEADLINE_SECONDS = 4.0
 
@@ -87,23 +86,6 @@ def _within_deadline(step: Callable[[], list[str]], *, default: list[str]) -> li
     worker.start()
     worker.join(STEP_DEADLINE_SECONDS)
     return box[0] if box else default
-
-
-def descendants(pid: int | None = None) -> list[int]:
-    """Every living descendant of `pid` (default: this process), children first (Linux `/proc`)."""
-    parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, queue = [], [pid or os.getpid()]
-    while queue:
-        children = parents.get(queue.pop(0), [])
-        found.extend(children)
-        queue.extend(children)
-    return found
 
 
 def stop_descendants(grace_seconds: float = 3.0) -> None:

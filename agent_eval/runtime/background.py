@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from agent_eval.runtime.processes import process_alive
+from agent_eval.runtime.processes import command_line, process_alive
 
 __all__ = ["in_ci", "runs_command", "spawn_detached", "state_lock", "stop_process", "stop_with_this_process"]
 
@@ -65,12 +65,13 @@ def stop_process(pid: int, grace_seconds: float, group: int | None = None) -> No
 
 
 def runs_command(pid: int, *words: bytes) -> bool:
-    """Whether `pid`'s command line holds every one of `words` (after a reboot a recorded pid may belong to
-    anything); True where there is no `/proc` to read."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+    """Whether `pid`'s command line (its arguments joined by NUL bytes) holds every one of `words` (after a
+    reboot a recorded pid may belong to anything); True where it cannot be read (`command_line` is None: the
+    process is gone or not ours to look into), as the caller checked first that `pid` lives."""
+    arguments = command_line(pid)
+    if arguments is None:
         return True
+    command = b"\0".join(os.fsencode(argument) for argument in arguments)
     return all(word in command for word in words)
 
 

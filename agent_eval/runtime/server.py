@@ -44,7 +44,7 @@ from agent_eval.runtime.background import (
     stop_process,
     stop_with_this_process,
 )
-from agent_eval.runtime.processes import process_alive
+from agent_eval.runtime.processes import group_members, listens_on, process_alive
 from agent_eval.settings import home_dir
 
 if TYPE_CHECKING:
@@ -204,36 +204,8 @@ def _answers(server: LocalServer, timeout: float) -> bool:
 
 def _listens(server: LocalServer) -> bool:
     """Whether a process of the server's group holds the socket listening on its port (so a health answer is
-    its own, not another server's on the same port). Linux's `/proc`; elsewhere, assumed."""
-    try:
-        sockets = _listening_sockets(server.port)
-        members = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _in_group(pid, server.pgid)]
-    except OSError:
-        return True
-    for pid in members:
-        with contextlib.suppress(OSError):
-            if any(os.readlink(fd) in sockets for fd in Path(f"/proc/{pid}/fd").iterdir()):
-                return True
-    return False
-
-
-def _listening_sockets(port: int) -> set[str]:
-    """`socket:[INODE]` of the TCP sockets listening on `port` (IPv4 and IPv6)."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(FileNotFoundError), open(table, encoding="ascii") as rows:
-            for row in list(rows)[1:]:
-                fields = row.split()
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                    found.add(f"socket:[{fields[9]}]")
-    return found
-
-
-def _in_group(pid: int, pgid: int) -> bool:
-    try:
-        return os.getpgid(pid) == pgid
-    except OSError:
-        return False
+    its own, not another server's on the same port); asked of each member (psutil: Linux, macOS alike)."""
+    return any(listens_on(pid, server.port) for pid in group_members(server.pgid))
 
 
 def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:

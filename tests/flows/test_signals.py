@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.cli.shutdown import descendants
 from agent_eval.runtime import server
-from agent_eval.runtime.processes import process_alive
+from agent_eval.runtime.processes import descendants, process_alive
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.conftest import REPO_ROOT
 from tests.flows.helpers import write_echo_set
