@@ -14,7 +14,9 @@ The redaction rules (each function's docstring has the details):
 
 - `redact_url`: `scheme://host[:port]` is kept; user info becomes `***@`, and any path, query or fragment `/***`.
 - `redact_url_credentials`: only the password (or a lone user name, often a token) and secret-named query
-  parameters are hidden; the path is kept (for store URLs and URLs inside a config's ordinary fields).
+  parameters are hidden; the path is kept (for store URLs and URLs inside a config's ordinary fields). A
+  database URL is rendered by SQLAlchemy (`make_url(url).render_as_string(hide_password=True)`): the one
+  redaction of database URLs, which the store's and the session database's messages use too.
 - `redact_text`: in free text (log lines, error messages), every URL as `redact_url`, `Bearer` tokens,
   `name=value` pairs whose name says secret (`key`, `api_key`, `token`, `password`...), quoted `"api_key": "..."`
   pairs, well-known token shapes (Gemini `AIza...`, `sk-...`, Slack `xox?-...`, GitHub `ghp_...`), and the value of
@@ -34,6 +36,7 @@ from typing import Annotated, Any
 from pydantic import PlainSerializer
 
 __all__ = [
+    "DATABASE_SCHEMES",
     "ENV_PREFIX",
     "PREFECT_SECRET_PREFIX",
     "REDACTED",
@@ -53,6 +56,10 @@ __all__ = [
 REDACTED = "***"
 ENV_PREFIX = "env:"
 PREFECT_SECRET_PREFIX = "prefect-secret:"
+DATABASE_SCHEMES = frozenset({"mssql", "mysql", "mariadb", "oracle", "postgresql", "postgres", "sqlite"})
+"""The URL schemes (before any `+driver`) read as database URLs: the dialects SQLAlchemy ships, and `postgres`,
+which the store takes for `postgresql`. Another scheme's URL (http, a third-party dialect) follows the general
+rule of `redact_url_credentials`, and needs no SQLAlchemy import."""
 _MIN_SECRET_LENGTH = 8
 """Shorter values (`true`, `1`) are not replaced verbatim in text: they would mangle everything."""
 
@@ -179,19 +186,53 @@ def redact_url(url: str) -> str:
 def redact_url_credentials(url: str) -> str:
     """The URL with its password (or a lone user name, often a token) and secret-named query values hidden.
 
-    The path is kept. Examples: `postgresql://app:pw@db:5432/evals` → `postgresql://app:***@db:5432/evals`;
-    `https://ghp_abc@github.com/o/r` → `https://***@github.com/o/r`; `https://h/v1?key=AIza...&alt=json` →
-    `https://h/v1?key=***&alt=json`.
+    The path is kept. Examples: `https://ghp_abc@github.com/o/r` → `https://***@github.com/o/r`;
+    `https://h/v1?key=AIza...&alt=json` → `https://h/v1?key=***&alt=json`.
+
+    A database URL (its scheme, before any `+driver`, one of `DATABASE_SCHEMES`) is rendered by SQLAlchemy,
+    `make_url(url).render_as_string(hide_password=True)`, whose mask is this module's `***` too:
+    `postgresql://app:pw@db:5432/evals` → `postgresql://app:***@db:5432/evals`. There a lone user name is
+    shown (`postgresql://app@db/evals`: an account, not a token), and the query is SQLAlchemy's (keys sorted,
+    values quoted), its secret-named values hidden as above. A database URL that SQLAlchemy cannot parse, or
+    with an `@` after its user info (an unquoted `@` in a password: where the password ends is a guess),
+    follows the rule for other URLs, which takes the last `@` for the end of the user info.
     """
+    database = _redact_database_url(url)
+    if database is not None:
+        return database
     scheme, userinfo, host, tail = _split_url(url)
     shown_user = ""
     if userinfo is not None:
         user, colon, _ = userinfo.partition(":")
         shown_user = f"{user}:{REDACTED}@" if colon and user else f"{REDACTED}@"
     path, question, query = tail.partition("?")
-    if question:
-        query = "&".join(_redact_query_pair(pair) for pair in query.split("&"))
-    return scheme + shown_user + host + path + question + query
+    return scheme + shown_user + host + path + question + _redact_query(query)
+
+
+def _redact_database_url(url: str) -> str | None:
+    """SQLAlchemy's rendering of `url` without its password (secret-named query values hidden), or None when
+    `url` is no database URL, does not parse, or is ambiguous (see `redact_url_credentials`)."""
+    scheme, separator, _ = url.partition("://")
+    if not separator or scheme.split("+", 1)[0].lower() not in DATABASE_SCHEMES:
+        return None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+        rendered = parsed.render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
+        return None
+    has_user_info = parsed.username is not None or parsed.password is not None
+    if has_user_info and "@" in f"{parsed.host or ''}/{parsed.database or ''}":
+        return None
+    before, question, query = rendered.partition("?")
+    return before + question + _redact_query(query)
+
+
+def _redact_query(query: str) -> str:
+    """A URL's query (after `?`) with the values of secret-named parameters hidden."""
+    return "&".join(_redact_query_pair(pair) for pair in query.split("&")) if query else query
 
 
 def _split_url(url: str) -> tuple[str, str | None, str, str]:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, InterfaceError, NoSuchModuleError, OperationalError
 from sqlmodel import create_engine
 
 from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.secrets import redact_url_credentials
 from agent_eval.settings import home_dir
 from agent_eval.store.migrate import upgrade
 
@@ -111,11 +112,8 @@ def _new_sqlite_file(url: str) -> bool:
 
 
 def shown_url(url: str) -> str:
-    """A store URL fit to print: its password hidden."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url.split("@", 1)[-1] if "@" in url else url
+    """A store URL fit to print: its password hidden (`agent_eval.secrets.redact_url_credentials`)."""
+    return redact_url_credentials(url)
 
 
 def _first_line(error: BaseException) -> str:

@@ -26,7 +26,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.io.files import read_json
 from agent_eval.io.recorded.turns import RecordedTurn
 from agent_eval.schema import Invocation, InvocationEvent, InvocationEvents
-from agent_eval.secrets import SecretUnavailableError, resolve_secret
+from agent_eval.secrets import SecretUnavailableError, redact_url_credentials, resolve_secret
 
 __all__ = ["is_session_json", "read_session_db", "read_session_json", "redacted_url", "turns_from_session"]
 
@@ -297,10 +297,5 @@ def _json(value: Any) -> Any:
 
 
 def redacted_url(url: str) -> str:
-    """The URL with its password masked (`***`), for messages."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.rsplit("@", maxsplit=1)[-1]
+    """The URL with its password masked (`***`), for messages (`agent_eval.secrets.redact_url_credentials`)."""
+    return redact_url_credentials(url)
