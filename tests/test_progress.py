@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import logging
 import re
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,7 @@ from agent_eval.runtime.progress import (
     install_progress,
     uninstall_progress,
 )
+from tests.flows.helpers import write_echo_set
 
 UI = "http://127.0.0.1:4200/runs/flow-run/0b1c"
 
@@ -293,3 +296,75 @@ def test_counts_taken_from_the_store_never_go_down_and_end_the_invocation_phase(
         "agent-eval: 4/4 case runs (2 invoked, 1 cached, 1 failed) · criteria 0/1 · 8s elapsed, ETA ?"
     )
     progress.finish()
+
+
+FAILURE = "case set/c1 run 1 failed after 1 attempt(s): turn 1: ValueError: [bold]not markup[/bold]"
+
+
+def test_a_failed_case_runs_line_goes_above_the_live_bar_and_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    terminal = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    progress = install_progress(interval=60)
+    progress.start(run_id="r", ui_url=None, case_runs=2, criteria=1)
+    assert wait_for(lambda: "━" in terminal.getvalue())  # the bar is drawn
+    progress.case_run_done("failed", FAILURE)
+    assert wait_for(lambda: "0 invoked, 0 cached, 1 failed" in terminal.getvalue())
+    progress.finish()
+
+    shown = terminal.getvalue()
+    assert shown.count(FAILURE) == 1
+    line_at = shown.index(f"agent-eval: {FAILURE}\n")  # the same text as without a bar: no markup, no wrapping
+    assert shown[:line_at].endswith("\x1b[1A\x1b[2K")  # the bar's rows were erased first, not torn
+    assert shown.index("━") < line_at < shown.rindex("━")  # drawn above the bar, which is drawn again below it
+    assert shown.endswith("\x1b[2K")  # and the bar is gone at the end
+
+
+def test_failure_lines_are_shown_without_a_tty_and_with_q() -> None:
+    plain, quiet = io.StringIO(), io.StringIO()
+    install_progress(plain, interval=60).case_run_done("failed", FAILURE)
+    silenced = install_progress(quiet, enabled=False, interval=60)
+    silenced.start(run_id="r", ui_url=UI, case_runs=1, criteria=0)
+    silenced.case_run_done("failed", FAILURE)
+    silenced.case_run_done("invoked", None)
+    assert plain.getvalue() == quiet.getvalue() == f"agent-eval: {FAILURE}\n"
+
+
+class Recorder(logging.Handler):
+    """Keeps every record it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_server")
+def test_a_runs_failure_line_reaches_stderr_through_the_sink_not_through_logging(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_eval.cli import main
+
+    listener = Recorder()
+    events = logging.getLogger("agent_eval.events")
+    events.addHandler(listener)
+    terminal = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    eval_file, _ = write_echo_set(tmp_path, ["fine", "boom"])
+    try:
+        code = main(
+            ["run", str(eval_file), "--agent", "tests.flows.agents_for_tests:raising_agent", "--db-url", sqlite_url]
+        )
+    finally:
+        events.removeHandler(listener)
+
+    assert code == 1
+    shown = terminal.getvalue()
+    lines = re.findall(r"agent-eval: case echo_[0-9a-f]{8}/boom failed after 1 attempt\(s\): [^\n]*\n", shown)
+    assert len(lines) == 1, shown
+    assert "ValueError: cannot handle 'boom " in lines[0]
+    before = shown[: shown.index(lines[0])]
+    assert "\x1b[?25l" in before and before.endswith("\x1b[1A\x1b[2K")  # above the bar, drawn at the time
+    assert listener.records == []  # the `agent_eval.events` logger is no channel any more

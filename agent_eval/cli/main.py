@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import signal
 import sys
@@ -243,9 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_arguments(args)
     except EvalInputError as error:
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
-    if args.command in STORE_COMMANDS and (code := _in_warm_process(argv)) is not None:
+    if args.command in STORE_COMMANDS and (code := _in_warm_process(argv, verbose)) is not None:
         return code
-    _print_case_events()
     if args.command in EVALUATING_COMMANDS:
         from agent_eval.cli.shutdown import install_signal_handlers
 
@@ -276,11 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         uninstall_progress()
 
 
-def _in_warm_process(argv: Sequence[str] | None) -> int | None:
-    """The command's exit code when the warm process ran it (`agent_eval.runtime.warm`), else None: run it here."""
+def _in_warm_process(argv: Sequence[str] | None, verbose: bool) -> int | None:
+    """The command's exit code when the warm process ran it (`agent_eval.runtime.warm`), else None: run it here
+    (with `verbose`, one line says why when the warm process answered so)."""
     from agent_eval.runtime.warm import run_in_warm_process
 
-    return run_in_warm_process(sys.argv[1:] if argv is None else argv)
+    return run_in_warm_process(sys.argv[1:] if argv is None else argv, verbose=verbose)
 
 
 def serve_warm() -> None:
@@ -291,8 +290,9 @@ def serve_warm() -> None:
 
 
 def _show_progress(args: argparse.Namespace) -> None:
-    """Live progress on stderr for an evaluating command (`agent_eval.runtime.progress`); none with `-q`, and no bar
-    with `-v`, whose Prefect log lines would tear it (status lines instead)."""
+    """What an evaluating command shows on stderr as it runs (`agent_eval.runtime.progress`): the progress and one
+    line per failed case run; with `-q` only those lines, with `-v` no bar, which Prefect's log lines would tear
+    (status lines instead)."""
     from agent_eval.runtime.progress import install_progress
 
     install_progress(enabled=not args.quiet, judge_stats=_judge_totals, plain=args.verbose)
@@ -358,25 +358,6 @@ def _open_store(db_url: str | None) -> None:
         from agent_eval.store.repository import mark_abandoned_runs
 
         mark_abandoned_runs(engine)
-
-
-class _CurrentStderr(logging.Handler):
-    """Writes each record to `sys.stderr` as it is at that moment (never to a stream closed since)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        print(f"agent-eval: {record.getMessage()}", file=sys.stderr)
-
-
-_CASE_EVENTS = _CurrentStderr()
-
-
-def _print_case_events() -> None:
-    """One line per failed case run on stderr (`agent_eval.flows.invoke.EVENTS_LOGGER`)."""
-    events = logging.getLogger("agent_eval.events")
-    if _CASE_EVENTS not in events.handlers:
-        events.addHandler(_CASE_EVENTS)
-    events.setLevel(logging.INFO)
-    events.propagate = False
 
 
 def _error_line(line: str, code: int) -> int:

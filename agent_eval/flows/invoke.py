@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -30,12 +29,7 @@ from agent_eval.store import get_engine, record_case_run
 from agent_eval.tasks import invoke_case_run
 from agent_eval.tasks.dask import BATCH_SIZE, DaskInvoker, dask_address, dask_invoker
 
-__all__ = ["EVENTS_LOGGER", "ReusePolicy", "case_run_outcome", "current_flow_run_id", "invoke_all"]
-
-EVENTS_LOGGER = logging.getLogger("agent_eval.events")
-EVENTS_LOGGER.addHandler(logging.NullHandler())  # silent unless the CLI (or the user) adds a handler
-EVENTS_LOGGER.propagate = False  # the flow run logger carries the same line to Prefect
-"""One line per failed case run; the CLI prints it to stderr (Prefect's own logs stay quiet)."""
+__all__ = ["ReusePolicy", "case_run_outcome", "current_flow_run_id", "invoke_all"]
 
 
 @dataclass(frozen=True)
@@ -130,7 +124,7 @@ async def _invoke_in_batches(
     slot: Callable[[], AbstractAsyncContextManager[object]] | None,
 ) -> list[tuple[EvalCase, AgentRun]]:
     """`work` in batches of `size`, `max_concurrency // size` batches at once, each stored before its places
-    are given back; then each failure reported in one line and counted in the progress."""
+    are given back; then each case run reported to the progress (`_report`)."""
     places = asyncio.Semaphore(max(1, plan.request.max_concurrency // size))
     engine = get_engine(plan.request.db_url)
     refresh = plan.request.refresh_cache or policy.reuses_nothing
@@ -141,9 +135,7 @@ async def _invoke_in_batches(
             runs = await _fresh_runs(invoke, keys, policy, refresh=refresh)
             await asyncio.to_thread(_record_all, policy.run_id, runs, engine)
         for key, run in zip(keys, runs, strict=True):
-            if run.failed:
-                _report_failure(key, run)
-            current_progress().case_run_done(case_run_outcome(run))
+            _report(key, run)
         return [(key.case, run) for key, run in zip(keys, runs, strict=True)]
 
     batches = [work[start : start + size] for start in range(0, len(work), size)]
@@ -209,15 +201,21 @@ def _with_origin(run: AgentRun, policy: ReusePolicy) -> AgentRun:
     return run.model_copy(update={"cached_from": None})
 
 
-def _report_failure(key: CaseRunKey, run: AgentRun) -> None:
-    """One line for a failed case run: where, what kind, the error's first line."""
-    first_line = (run.error or "").strip().splitlines()[0] if run.error else "failed"
+def _report(key: CaseRunKey, run: AgentRun) -> None:
+    """Count a finished case run in the progress (`runtime.progress`, which the CLI shows on stderr); a failed
+    one is also one line there and in the flow run's log."""
+    failure = _failure_line(key, run) if run.failed else None
+    current_progress().case_run_done(case_run_outcome(run), failure)
+    if failure is not None:
+        get_run_logger().warning("%s", failure)
+
+
+def _failure_line(key: CaseRunKey, run: AgentRun) -> str:
+    """One line for a failed case run: where, what kind, the error's first line (secrets redacted)."""
+    first_line = next(iter((run.error or "").strip().splitlines()), "failed")
     where = f"{key.eval_set_id}/{key.case.eval_id}" + (f" run {key.run_index}" if key.run_index else "")
     kind = {"transport": "could not reach the agent", "timeout": "timed out"}.get(run.error_kind or "", "failed")
-    line = f"case {where} {kind} after {run.attempts} attempt(s): {first_line}"
-    line = redact_text(line)
-    EVENTS_LOGGER.warning("%s", line)
-    get_run_logger().warning("%s", line)
+    return redact_text(f"case {where} {kind} after {run.attempts} attempt(s): {first_line}")
 
 
 def current_flow_run_id() -> str | None:

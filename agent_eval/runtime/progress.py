@@ -1,17 +1,18 @@
-"""Live progress of an `agent-eval run` on stderr: a transient rich bar on a TTY, a plain status line elsewhere.
+"""What a run shows on stderr as it goes: the one channel from the flows to the CLI.
 
 Internal: the public API is `agent_eval`'s; this module's names may change between releases.
 
-The CLI installs one `Progress` (`install_progress`); the flow reports to whatever `current_progress()` returns,
-which is a silent no-op when nothing is installed (deployments, the Python API). Every method is cheap, thread-safe
-(Prefect runs case-run tasks in worker threads) and never raises: a broken stream must not fail an evaluation.
+A flow reports what the CLI shows (the start, each case run's outcome and a failed one's line, each criterion
+scored, the finish) to `current_progress()`: the `ProgressSink` the CLI installed, else a silent one (deployments,
+the Python API, a shard's worker). Every call is cheap, thread-safe (case runs finish in worker threads) and never
+raises: a broken stream must not fail a run.
 
-On a TTY the bar is redrawn by our own daemon thread a few times a second; elsewhere the same thread writes one
-status line every `interval` seconds between `start` and `finish`, e.g.
-`agent-eval: 12/33 case runs (10 invoked, 1 cached, 1 failed) · criteria 0/2 · judge 0 calls · 8s elapsed, ETA 14s`.
-The ETA comes from the rate of case runs done so far and, once every case run is done, from the rate of criteria
-scored since then; it is `?` until the first of them is done. This module imports neither Prefect nor rich
-(rich is imported only when a bar is drawn), so the CLI can import it at no cost.
+The CLI's sink (`Progress`) prints a start line, then on a TTY a transient bar that rich redraws by itself, else
+(or with `plain`) a status line every `interval` seconds, e.g.
+`agent-eval: 12/33 case runs (10 invoked, 1 cached, 1 failed) · criteria 0/2 · judge 0 calls · 8s elapsed, ETA 14s`;
+failure lines go above the bar; `quiet` (`-q`) shows only them. The ETA comes from the rate of case runs done so
+far, then (every case run done) from the rate of criteria scored since; it is `?` until the first is done. This
+module imports neither Prefect nor rich (imported only to draw a bar): the CLI imports it at no cost.
 """
 
 from __future__ import annotations
@@ -22,18 +23,19 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, TextIO, cast
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
     from rich.progress import Progress as RichProgress
-    from rich.progress import TaskID
 
 __all__ = [
     "DEFAULT_INTERVAL_SECONDS",
     "INTERVAL_ENV",
     "CaseRunOutcome",
     "Progress",
+    "ProgressSink",
     "current_progress",
     "install_progress",
     "uninstall_progress",
@@ -42,9 +44,39 @@ __all__ = [
 CaseRunOutcome = Literal["invoked", "cached", "failed"]
 DEFAULT_INTERVAL_SECONDS = 10.0
 INTERVAL_ENV = "AGENT_EVAL_PROGRESS_INTERVAL"
-_BAR_REFRESH_SECONDS = 0.25
 _JOIN_SECONDS = 1.0
 _PREFIX = "agent-eval: "
+
+
+class ProgressSink(Protocol):
+    """Where a run reports what the CLI shows (see the module docstring); no method raises."""
+
+    def start(
+        self, *, run_id: str, ui_url: str | None, case_runs: int, criteria: int, notes: Sequence[str] = ()
+    ) -> None:
+        """A run starts; `notes`: one line each on what was read (e.g. recorded traces skipped)."""
+
+    def case_run_done(self, outcome: CaseRunOutcome, failure: str | None = None) -> None:
+        """A case run finished; `failure`: a failed one's line (where, what kind, the error's first line)."""
+
+    def case_runs_counted(self, outcomes: Mapping[str, int]) -> None:
+        """Finished case runs by outcome, counted elsewhere (the store, for a sharded run)."""
+
+    def criterion_done(self, name: str) -> None:
+        """A criterion was scored over all case runs."""
+
+    def finish(self) -> None:
+        """The run is done."""
+
+
+class _SilentSink:
+    """The sink when none is installed: it shows nothing."""
+
+    def start(self, **_: object) -> None: ...
+    def case_run_done(self, outcome: CaseRunOutcome, failure: str | None = None) -> None: ...
+    def case_runs_counted(self, outcomes: Mapping[str, int]) -> None: ...
+    def criterion_done(self, name: str) -> None: ...
+    def finish(self) -> None: ...
 
 
 class _Snapshot(NamedTuple):
@@ -65,16 +97,15 @@ class _Snapshot(NamedTuple):
 
 
 class Progress:
-    """Counts and shows a run's progress; thread-safe; every method is cheap and never raises.
-
-    `Progress()` without a stream counts but shows nothing: the no-op that `current_progress` returns when the
-    CLI installed none.
+    """The CLI's `ProgressSink`: counts a run's progress and shows it on `stream`.
 
     Args:
-        stream: where the start line, the status lines or the bar go (usually `sys.stderr`); None shows nothing.
+        stream: where the lines and the bar go (usually `sys.stderr`); None shows nothing.
         interval: seconds between two status lines when `stream` is not a TTY.
         judge_stats: returns the judge's counters so far (`calls`, `cache_hits`; either may be absent).
         clock: the monotonic clock the elapsed time and the ETA are measured with (tests pass a fake one).
+        plain: status lines even on a TTY (the CLI's `-v`, whose Prefect log lines would tear a bar).
+        quiet: only failed case runs' lines (the CLI's `-q`).
     """
 
     def __init__(
@@ -85,35 +116,26 @@ class Progress:
         judge_stats: Callable[[], Mapping[str, int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         plain: bool = False,
+        quiet: bool = False,
     ) -> None:
-        self._stream = stream
-        self._plain = plain
-        self._clock = clock
-        self._interval = interval
-        self._judge_stats = judge_stats
+        self.interval = interval
+        self._stream, self._plain, self._quiet = stream, plain, quiet
+        self._clock, self._judge_stats = clock, judge_stats
         self._lock = threading.Lock()  # guards the counts; never held while writing
-        self._output_lock = threading.Lock()  # serialises writes to the stream and the bar
-        self._case_runs = 0
-        self._criteria = 0
+        self._case_runs = self._criteria = 0
         self._outcomes: dict[str, int] = {"invoked": 0, "cached": 0, "failed": 0}
         self._scored: set[str] = set()
         self._started_at = 0.0
         self._case_runs_done_at: float | None = None
         self._stop = threading.Event()
-        self._stop.set()
-        self._thread: threading.Thread | None = None
-        self._bar: _Bar | None = None
-
-    @property
-    def interval(self) -> float:
-        """Seconds between two status lines when the stream is not a TTY."""
-        return self._interval
+        self._timer: threading.Thread | None = None
+        self._bar: RichProgress | None = None
 
     def start(
         self, *, run_id: str, ui_url: str | None, case_runs: int, criteria: int, notes: Sequence[str] = ()
     ) -> None:
-        """Reset the counts for a new run, print its start line and `notes` (one line each: what was read, e.g.
-        recorded traces skipped), and start the bar or the status lines."""
+        """Reset the counts for a new run, print its start line and `notes`, and start the bar or the status
+        lines."""
         with contextlib.suppress(Exception):
             self.finish()
             with self._lock:
@@ -122,21 +144,22 @@ class Progress:
                 self._scored = set()
                 self._started_at = self._clock()
                 self._case_runs_done_at = self._started_at if self._case_runs == 0 else None
-            if self._stream is None:
+            if self._stream is None or self._quiet:
                 return
-            line = f"run {run_id} · {case_runs} case runs × {criteria} criteria"
-            self._write(_PREFIX + line + (f" · {ui_url}" if ui_url else ""))
-            for note in notes:
-                self._write(_PREFIX + note)
-            self._start_display(self._stream)
+            line = f"run {run_id} · {case_runs} case runs × {criteria} criteria" + (f" · {ui_url}" if ui_url else "")
+            for text in (line, *notes):
+                self._write(_PREFIX + text)
+            self._show(self._stream)
 
-    def case_run_done(self, outcome: CaseRunOutcome) -> None:
-        """Count one finished case run: the agent was `invoked`, its answer came from the cache, or it `failed`."""
-        with contextlib.suppress(Exception), self._lock:
-            if outcome not in self._outcomes:
-                return
-            self._outcomes[outcome] += 1
-            self._note_if_all_done()
+    def case_run_done(self, outcome: CaseRunOutcome, failure: str | None = None) -> None:
+        """Count one finished case run; print `failure` (a failed one's line) above the bar or as a line."""
+        with contextlib.suppress(Exception):
+            with self._lock:
+                if outcome in self._outcomes:
+                    self._outcomes[outcome] += 1
+                    self._note_if_all_done()
+            if failure:
+                self._write(_PREFIX + failure)
 
     def case_runs_counted(self, outcomes: Mapping[str, int]) -> None:
         """Take the counts of finished case runs from elsewhere (`invoked`, `cached`, `failed`: a sharded run's
@@ -157,17 +180,18 @@ class Progress:
             self._scored.add(name)
 
     def finish(self) -> None:
-        """Stop the status lines or remove the bar; print nothing more. Idempotent."""
+        """Stop the status lines or remove the bar, leaving no thread behind. Idempotent."""
         with contextlib.suppress(Exception):
             self._stop.set()
-            thread, self._thread = self._thread, None
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(_JOIN_SECONDS)
+            timer, self._timer = self._timer, None
+            if timer is not None and timer is not threading.current_thread():
+                timer.join(_JOIN_SECONDS)
             bar, self._bar = self._bar, None
             if bar is not None:
-                with self._holding_output() as held:
-                    if held:
-                        bar.stop()
+                refresher = getattr(bar.live, "_refresh_thread", None)  # rich stops it without waiting for it
+                bar.stop()
+                if isinstance(refresher, threading.Thread):
+                    refresher.join(_JOIN_SECONDS)
 
     def snapshot(self) -> _Snapshot:
         """The counts now, with the elapsed time and the ETA (None while it cannot be estimated)."""
@@ -182,128 +206,109 @@ class Progress:
                 eta = (now - since) / scored * (self._criteria - scored) if scored else None
             else:
                 eta = 0.0
+            scored = min(scored, self._criteria) if self._criteria else scored
+            invoked, cached, failed = (self._outcomes[outcome] for outcome in ("invoked", "cached", "failed"))
             return _Snapshot(
-                case_runs=self._case_runs,
-                criteria=self._criteria,
-                invoked=self._outcomes["invoked"],
-                cached=self._outcomes["cached"],
-                failed=self._outcomes["failed"],
-                scored=min(scored, self._criteria) if self._criteria else scored,
-                elapsed=now - self._started_at,
-                eta=eta,
+                self._case_runs, self._criteria, invoked, cached, failed, scored, now - self._started_at, eta
             )
 
     def status_line(self) -> str:
         """The plain status line for the counts now (without a trailing newline)."""
         snap = self.snapshot()
-        parts = [
-            f"{snap.done}/{snap.case_runs} case runs ({snap.invoked} invoked, {snap.cached} cached, "
-            f"{snap.failed} failed)",
-            f"criteria {snap.scored}/{snap.criteria}",
-        ]
-        judge = self._judge_text()
-        if judge:
-            parts.append(judge)
-        parts.append(_times_text(snap))
-        return _PREFIX + " · ".join(parts)
+        case_runs = f"{snap.done}/{snap.case_runs} case runs ({_outcomes_text(snap)})"
+        parts = (case_runs, f"criteria {snap.scored}/{snap.criteria}", self._judge_text(), _times_text(snap))
+        return _PREFIX + " · ".join(part for part in parts if part)  # no judge part before a judge call
+
+    def _bar_rows(self) -> list[tuple[int, str]]:
+        """What the bar's two rows show now: (completed, detail) of the case runs, then of the criteria."""
+        snap = self.snapshot()
+        return [(snap.done, f"{_outcomes_text(snap)} · {_times_text(snap)}"), (snap.scored, self._judge_text())]
 
     def _judge_text(self) -> str:
-        """`judge N calls[, M cache hits]`, or "" when there are no judge counters, they raised, or no judge
-        was asked anything yet."""
-        if self._judge_stats is None:
-            return ""
+        """`judge N calls[, M cache hits]`; "" without judge counters, when they raise, or before any judge call
+        (a run without judged criteria says nothing about a judge)."""
         try:
-            stats = self._judge_stats()
+            stats = self._judge_stats() if self._judge_stats is not None else {}
             calls, hits = int(stats.get("calls", 0)), int(stats.get("cache_hits", 0))
         except Exception:
             return ""
-        if not calls and not hits:
-            return ""  # a run without judged criteria says nothing about a judge
-        return f"judge {calls} calls" + (f", {hits} cache hits" if hits else "")
+        return f"judge {calls} calls" + (f", {hits} cache hits" if hits else "") if calls or hits else ""
 
-    def _start_display(self, stream: TextIO) -> None:
-        """The bar on a TTY (plain lines if rich cannot draw it), else the status-line timer."""
+    def _show(self, stream: TextIO) -> None:
+        """The bar on a TTY (rich redraws it), else (or if rich cannot draw it) a status line every `interval`."""
+        with contextlib.suppress(Exception):  # a closed stream's `isatty` raises
+            if stream.isatty() and not self._plain:
+                self._bar = _rich_bar(stream, (self._case_runs, self._criteria), self._bar_rows)
+                return
         self._stop = threading.Event()
-        interval = self._interval
-        if _is_tty(stream) and not self._plain:
-            try:
-                self._bar = _Bar(stream, self.snapshot())
-                interval = _BAR_REFRESH_SECONDS
-            except Exception:
-                self._bar = None
-        self._thread = threading.Thread(
-            target=self._run_timer, args=(self._stop, interval), name="agent-eval-progress", daemon=True
+        self._timer = threading.Thread(
+            target=self._print_status_lines, args=(self._stop,), name="agent-eval-progress", daemon=True
         )
-        self._thread.start()
+        self._timer.start()
 
-    def _run_timer(self, stop: threading.Event, interval: float) -> None:
-        while not stop.wait(interval):
-            with contextlib.suppress(Exception), self._holding_output() as held:
-                if not held or stop.is_set():
-                    continue
-                if self._bar is not None:
-                    self._bar.update(self.snapshot(), self._judge_text())
-                else:
-                    self._write_unlocked(self.status_line())
+    def _print_status_lines(self, stop: threading.Event) -> None:
+        while not stop.wait(self.interval):
+            with contextlib.suppress(Exception):  # never a traceback from this thread
+                self._write(self.status_line())
 
     def _write(self, line: str) -> None:
-        with self._holding_output() as held:
-            if held:
-                self._write_unlocked(line)
-
-    def _write_unlocked(self, line: str) -> None:
-        if self._stream is None:
-            return
+        """One line: above the bar while rich draws it (the bar stays below), else on the stream; never raises."""
         with contextlib.suppress(Exception):
-            self._stream.write(line + "\n")
+            if (bar := self._bar) is not None:
+                bar.console.out(line, highlight=False)
+            elif self._stream is not None:
+                _Guarded(self._stream).write(line + "\n")
+
+
+class _Guarded:
+    """`stream`, written and flushed at once, never raising (rich would end the process on a broken pipe)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream, self.encoding = stream, getattr(stream, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(Exception):
+            self._stream.write(text)
             self._stream.flush()
+        return len(text)
 
-    @contextlib.contextmanager
-    def _holding_output(self) -> Iterator[bool]:
-        """Hold the output lock for a while at most: a stream blocked on a full pipe must not hang the caller."""
-        held = self._output_lock.acquire(timeout=_JOIN_SECONDS)
-        try:
-            yield held
-        finally:
-            if held:
-                self._output_lock.release()
+    def flush(self) -> None:
+        """Done by `write`."""
 
 
-class _Bar:
-    """A transient two-row rich bar: case runs (with outcomes, elapsed, ETA), then criteria (with the judge)."""
+def _rich_bar(stream: TextIO, totals: tuple[int, int], rows: Callable[[], list[tuple[int, str]]]) -> RichProgress:
+    """A started transient two-row rich bar, case runs then criteria, that rich redraws from `rows` itself."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from rich.progress import Progress as RichProgress
 
-    def __init__(self, stream: TextIO, snap: _Snapshot) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-        from rich.progress import Progress as RichProgress
+    class Bar(RichProgress):
+        def get_renderables(self) -> Iterable[RenderableType]:
+            with contextlib.suppress(Exception):  # an error here would end rich's refresh thread
+                for task, (completed, detail) in zip(self.task_ids, rows(), strict=True):
+                    self.update(task, completed=completed, detail=detail)
+            return super().get_renderables()
 
-        console = Console(file=stream, force_terminal=True)
-        self._progress: RichProgress = RichProgress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
-            console=console,
-            auto_refresh=False,
-            transient=True,
-            redirect_stdout=False,  # stdout may be a pipe (`--json > out.json`): never divert it to stderr
-            redirect_stderr=stream is sys.stderr,  # lines printed to stderr go above the bar, not through it
-        )
-        self._case_task: TaskID = self._progress.add_task("case runs", total=snap.case_runs or None, detail="")
-        self._criteria_task: TaskID = self._progress.add_task("criteria ", total=snap.criteria or None, detail="")
-        self.update(snap, "")
-        self._progress.start()
+    bar = Bar(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        console=Console(file=cast(TextIO, _Guarded(stream)), force_terminal=True),
+        auto_refresh=True,
+        refresh_per_second=4,
+        transient=True,
+        redirect_stdout=False,  # stdout may be a pipe (`--json > out.json`): never divert it to stderr
+        redirect_stderr=stream is sys.stderr,  # lines printed to stderr go above the bar, not through it
+    )
+    for description, total in zip(("case runs", "criteria "), totals, strict=True):
+        bar.add_task(description, total=total or None, detail="")
+    bar.start()
+    return bar
 
-    def update(self, snap: _Snapshot, judge: str) -> None:
-        """Redraw with the counts of `snap` and the judge's counters."""
-        outcomes = f"{snap.invoked} invoked, {snap.cached} cached, {snap.failed} failed · {_times_text(snap)}"
-        self._progress.update(self._case_task, completed=snap.done, detail=outcomes)
-        self._progress.update(self._criteria_task, completed=snap.scored, detail=judge)
-        self._progress.refresh()
 
-    def stop(self) -> None:
-        """Remove the bar from the terminal and restore the cursor and stderr."""
-        self._progress.stop()
+def _outcomes_text(snap: _Snapshot) -> str:
+    return f"{snap.invoked} invoked, {snap.cached} cached, {snap.failed} failed"
 
 
 def _times_text(snap: _Snapshot) -> str:
@@ -321,31 +326,22 @@ def _format_seconds(seconds: float) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return bool(stream.isatty())
-    except Exception:
-        return False
-
-
 def _interval_from_env() -> float:
     """`AGENT_EVAL_PROGRESS_INTERVAL` in seconds if it is a positive number, else the default."""
-    try:
-        value = float(os.environ.get(INTERVAL_ENV, ""))
-    except ValueError:
-        return DEFAULT_INTERVAL_SECONDS
-    return value if value > 0 else DEFAULT_INTERVAL_SECONDS
+    with contextlib.suppress(ValueError):
+        if (value := float(os.environ.get(INTERVAL_ENV, ""))) > 0:
+            return value
+    return DEFAULT_INTERVAL_SECONDS
 
 
 class _Installed:
-    """The progress the CLI installed (one per process), and whether its atexit clean-up is registered."""
+    """The sink the CLI installed (one per process)."""
 
     lock = threading.Lock()
-    progress: Progress | None = None
-    atexit_registered = False
+    sink: Progress | None = None
 
 
-_NOOP = Progress()
+_SILENT = _SilentSink()
 
 
 def install_progress(
@@ -356,41 +352,41 @@ def install_progress(
     judge_stats: Callable[[], Mapping[str, int]] | None = None,
     plain: bool = False,
 ) -> Progress:
-    """Create the progress that `current_progress()` returns from now on (replacing and finishing any other).
+    """Create the sink that `current_progress()` returns from now on (replacing and finishing any other).
 
     Args:
         stream: where to show it; default `sys.stderr`.
-        enabled: False (the CLI's `-q`) installs a no-op progress that shows nothing.
+        enabled: False (the CLI's `-q`) shows only failed case runs' lines.
         interval: seconds between status lines when `stream` is not a TTY; default `AGENT_EVAL_PROGRESS_INTERVAL`
             or 10.
         judge_stats: returns the judge's counters (`calls`, `cache_hits`), shown beside the criteria.
         plain: status lines even on a TTY (the CLI's `-v`, whose Prefect log lines would tear a bar).
 
     Returns:
-        The installed progress.
+        The installed sink.
     """
     seconds = interval if interval is not None and interval > 0 else _interval_from_env()
-    shown_on = (stream if stream is not None else sys.stderr) if enabled else None
-    progress = Progress(shown_on, interval=seconds, judge_stats=judge_stats, plain=plain)
+    shown_on = stream if stream is not None else sys.stderr
+    sink = Progress(shown_on, interval=seconds, judge_stats=judge_stats, plain=plain, quiet=not enabled)
     with _Installed.lock:
-        previous, _Installed.progress = _Installed.progress, progress
-        if not _Installed.atexit_registered:
-            atexit.register(uninstall_progress)  # a bar left drawn would leave the cursor hidden
-            _Installed.atexit_registered = True
+        previous, _Installed.sink = _Installed.sink, sink
     if previous is not None:
         previous.finish()
-    return progress
+    return sink
 
 
-def current_progress() -> Progress:
-    """The installed progress, else a no-op one (deployments and the Python API show nothing)."""
-    installed = _Installed.progress
-    return installed if installed is not None else _NOOP
+def current_progress() -> ProgressSink:
+    """The installed sink, else a silent one (deployments and the Python API show nothing)."""
+    installed = _Installed.sink
+    return installed if installed is not None else _SILENT
 
 
 def uninstall_progress() -> None:
-    """Finish the installed progress and forget it; `current_progress()` is the no-op again."""
+    """Finish the installed sink and forget it; `current_progress()` is the silent one again."""
     with _Installed.lock:
-        previous, _Installed.progress = _Installed.progress, None
+        previous, _Installed.sink = _Installed.sink, None
     if previous is not None:
         previous.finish()
+
+
+atexit.register(uninstall_progress)  # a bar left drawn would leave the cursor hidden

@@ -6,6 +6,7 @@ the environment when a case runs, so the tests point GOOGLE_GEMINI_BASE_URL at t
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import threading
@@ -18,6 +19,7 @@ import pytest
 
 from agent_eval import evaluate
 from agent_eval.agents.genai_agent import GenaiAgent
+from agent_eval.runtime.progress import install_progress, uninstall_progress
 from agent_eval.schema import EvalStatus, content_text
 from tests.fakes.gemini_server import (
     FAKE_API_KEY,
@@ -187,15 +189,16 @@ def test_a_genai_run_logs_no_cache_key_errors_and_one_line_per_failed_case(
     cases = [chain_case("chain", token, 23), {"eval_id": "bad", "conversation": [turn(f"bad {token}", "hi", [])]}]
     config = {"criteria": {"tool_trajectory_avg_score": 1.0}}
 
-    events_logger = logging.getLogger("agent_eval.events")  # it does not propagate: listen to it directly
-    events_logger.addHandler(caplog.handler)
+    shown = io.StringIO()
+    install_progress(shown, enabled=False)  # the sink the CLI installs (`-q`: only failed case runs' lines)
     try:
         with caplog.at_level(logging.INFO):
             report = evaluate(write_eval_set(tmp_path, cases, config), agent=AGENT, db_url=sqlite_url)
     finally:
-        events_logger.removeHandler(caplog.handler)
+        uninstall_progress()
 
     assert [c.eval_id for c in report.failures()] == ["bad"]
     assert not [r.getMessage() for r in caplog.records if "cache key" in r.getMessage()]
-    events = [r.getMessage() for r in caplog.records if r.name == "agent_eval.events"]
-    assert len(events) == 1 and events[0].startswith(f"case {report.eval_set_ids[0]}/bad failed after 1 attempt(s): ")
+    events = shown.getvalue().splitlines()
+    assert len(events) == 1
+    assert events[0].startswith(f"agent-eval: case {report.eval_set_ids[0]}/bad failed after 1 attempt(s): ")

@@ -1,6 +1,6 @@
 """An evaluation from the Python API (and so the CLI) reads its inputs once: the plan checked before Prefect
-starts is handed over to the flow that runs in the same process (`agent_eval.plan.eval_plan.HandOver`); a flow that Prefect
-starts itself loads its own."""
+starts is handed over to the flow that runs in the same process (`agent_eval.plan.eval_plan.HandOver`); a flow
+that Prefect starts itself loads its own."""
 
 from __future__ import annotations
 

@@ -22,14 +22,17 @@ Rules (README "The everyday loop"):
   run starts a fresh one when it ends); the client's `PREFECT_*`, `OTEL_*`, `ADK_*`, `GOOGLE_GENAI_*`,
   `GOOGLE_CLOUD_*`, `PYTHON*`, `LANG` or `LC_*` variables differ from the warm process's (modules read some
   at import: so a run with `-v`, or against a server that `PREFECT_API_URL` names, starts cold); or Prefect's
-  settings seen from the client's folder differ (a `prefect.toml` or `.env` there). The bad-input checks that
-  need no import (a missing file) answer in the client at once.
+  settings seen from the client's folder differ (a `prefect.toml` or `.env` there); or a thread other than
+  its main one runs in the warm process (a preloaded module started one), as forking it then is unsafe. With
+  `-v` the client says so in one line, with the reason. The bad-input checks that need no import (a missing
+  file) answer in the client at once.
 - **When it leaves.** After `AGENT_EVAL_WARM_IDLE_MINUTES` (default 60; 0: never) with no request and no run,
   it exits and frees its memory; the next run on the local server starts it again.
 - **If the warm process dies mid-run** (SIGKILL), its child finishes the run; the client then prints one line
   and exits 4, as it cannot learn the exit code.
 - **Its log** (`$AGENT_EVAL_HOME/warm.log`) has one line per run (exit code, wall time, peak RSS and CPU time of
-  the child, which the benchmarks read) and one per cold answer, naming the variables that differ, never values.
+  the child, which the benchmarks read) and one per cold answer, naming the variables that differ (never values)
+  or the threads that ran.
 """
 
 from __future__ import annotations

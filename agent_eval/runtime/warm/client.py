@@ -29,9 +29,10 @@ __all__ = ["run_in_warm_process"]
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def run_in_warm_process(argv: Sequence[str]) -> int | None:
+def run_in_warm_process(argv: Sequence[str], *, verbose: bool = False) -> int | None:
     """Run the command `argv` in a child of the warm process; its exit code, or None when there is no usable
-    warm process or it answered that the command must start cold (the caller then runs it itself)."""
+    warm process or it answered that the command must start cold (the caller then runs it itself; with
+    `verbose`, one line on stderr says that it starts cold and why)."""
     if in_warm_child() or not warm_wanted() or warm_process_status() is None:
         return None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -43,7 +44,7 @@ def run_in_warm_process(argv: Sequence[str]) -> int | None:
         except OSError:
             return None  # nothing reached a child: the caller runs the command itself
         with _forwarding_signals(connection):
-            return _await_exit(connection)
+            return _await_exit(connection, verbose)
 
 
 def _request(argv: Sequence[str]) -> dict[str, object]:
@@ -57,10 +58,12 @@ def _request(argv: Sequence[str]) -> dict[str, object]:
     }
 
 
-def _await_exit(connection: socket.socket) -> int | None:
+def _await_exit(connection: socket.socket, verbose: bool) -> int | None:
     """The child's exit code from the warm process; None when this run must start cold."""
     for message in messages(connection):
         if "cold" in message:
+            if verbose:
+                print(f"agent-eval: the run starts cold: {message['cold']}", file=sys.stderr, flush=True)
             return None
         if "exit" in message:
             return int(message["exit"])

@@ -97,7 +97,8 @@ def send_request(connection: socket.socket, request: dict[str, Any]) -> None:
     data = json.dumps(request).encode()
     framed = _HEADER.pack(len(data)) + data
     sent = socket.send_fds(connection, [framed], list(STDIO))
-    connection.sendall(framed[sent:])
+    if sent < len(framed):  # sendall(b"") still calls send(): EPIPE once the warm process has answered and closed
+        connection.sendall(framed[sent:])
 
 
 def receive_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:

@@ -173,6 +173,9 @@ def _serve_one(
     if differing := _differing_names(settled_env(request.get("env", {})), expected["env"]):
         _answer_cold(connection, fds, f"the environment differs from the warm process's in {differing}")
         return True
+    if running := _other_threads():
+        _answer_cold(connection, fds, f"other threads run in the warm process ({running}): forking it is unsafe")
+        return True
     pid = os.fork()
     if pid == 0:
         listener.close()
@@ -183,6 +186,17 @@ def _serve_one(
         os.close(fd)
     children[pid] = _Child(connection, time.monotonic(), list(request.get("argv", [])))
     return True
+
+
+def _other_threads() -> str:
+    """The names of the threads that run beside this one (a preloaded module may have started one), or "".
+
+    A fork copies only the forking thread: a lock another thread held (the import lock, a logging handler's,
+    an allocator's) stays held in the child, which then hangs on it. So the warm process forks only while its
+    main thread is the only one (`threading.enumerate`, which sees Python threads; a thread a library starts
+    in C is not seen), and otherwise answers that the run starts cold."""
+    current = threading.current_thread()
+    return ", ".join(sorted(thread.name for thread in threading.enumerate() if thread is not current))
 
 
 def _differing_names(first: dict[str, str], second: dict[str, str]) -> str:
