@@ -18,6 +18,7 @@ __all__ = [
     "NO_EXPECTED_INVOCATIONS",
     "CriterionOptions",
     "MetricNotApplicable",
+    "below_threshold",
     "bool_option",
     "criterion_options",
     "model_option_keys",
@@ -184,6 +185,11 @@ def require_expected(actual: list[Invocation], expected: list[Invocation] | None
     if len(actual) != len(expected):
         raise ValueError(f"{len(actual)} actual invocation(s) but {len(expected)} expected")
     return expected
+
+
+def below_threshold(score: float, threshold: float | None) -> bool:
+    """Whether a turn fails: a threshold is set and the score is below it."""
+    return threshold is not None and score < threshold
 
 
 def needs_explanation(score: float, threshold: float | None) -> bool:

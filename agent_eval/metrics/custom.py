@@ -21,33 +21,23 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import numbers
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, alias_generators
+from pydantic import BaseModel
 
-from agent_eval.metrics.common import (
-    COMMON_OPTIONS,
-    MetricNotApplicable,
-    criterion_options,
-    overall_result,
-    require_expected,
-    status_for,
-)
-from agent_eval.metrics.registry import REGISTRY, MetricFunction, MetricRegistry, MetricSpec, metric
+from agent_eval.metrics.per_invocation import ExplainWhen, InvocationRules, Score, per_invocation_metric, score_value
+from agent_eval.metrics.registry import REGISTRY, MetricFunction, MetricRegistry, MetricSpec, OptionsCheck, metric
 from agent_eval.schema import (
     ConversationScenario,
     EvalMetric,
-    EvaluationResult,
     Invocation,
-    PerInvocationResult,
     content_text,
     tool_calls_of,
 )
 
-__all__ = ["CustomMetric", "call_metric", "invocation_metric", "register_custom_metric", "vertex_row"]
+__all__ = ["CustomMetric", "Score", "call_metric", "invocation_metric", "register_custom_metric", "vertex_row"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,72 +91,6 @@ def _to_adk(model: BaseModel) -> Any:
     return adk_model.model_validate_json(model.model_dump_json(exclude_none=True))
 
 
-# ----------------------------------------------------------------------------------- per-invocation core
-@dataclass(frozen=True)
-class _Outcome:
-    """What a per-invocation scorer found: the score, why, and extra values kept in `details`."""
-
-    score: float
-    explanation: str | None = None
-    extras: Mapping[str, Any] = field(default_factory=dict)
-
-
-_ScoreOne = Callable[[EvalMetric, Invocation, Invocation | None], Awaitable[_Outcome]]
-
-
-def _per_invocation_metric(score_one: _ScoreOne, requires_expected: bool) -> MetricFunction:
-    """An ADK-signature metric that scores each invocation; overall = mean, statuses against the threshold."""
-
-    async def evaluate(
-        eval_metric: EvalMetric,
-        actual_invocations: list[Invocation],
-        expected_invocations: list[Invocation] | None,
-        conversation_scenario: ConversationScenario | None = None,
-    ) -> EvaluationResult:
-        pairs = _pairs(actual_invocations, expected_invocations, requires_expected)
-        threshold = eval_metric.effective_threshold
-        outcomes = [await score_one(eval_metric, actual, expected) for actual, expected in pairs]
-        results = [
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=outcome.score,
-                eval_status=status_for(outcome.score, threshold),
-                explanation=outcome.explanation,
-            )
-            for (actual, expected), outcome in zip(pairs, outcomes, strict=True)
-        ]
-        return overall_result(results, threshold).model_copy(update={"details": _extras_by_key(outcomes)})
-
-    return evaluate
-
-
-def _pairs(
-    actual: list[Invocation], expected: list[Invocation] | None, requires_expected: bool
-) -> list[tuple[Invocation, Invocation | None]]:
-    if not actual:
-        raise MetricNotApplicable("the agent produced no invocations")
-    if expected is None and not requires_expected:
-        return [(invocation, None) for invocation in actual]
-    return list(zip(actual, require_expected(actual, expected), strict=True))
-
-
-def _extras_by_key(outcomes: list[_Outcome]) -> dict[str, list[Any]]:
-    """`{key: [value per invocation]}`, None where an invocation did not report the key."""
-    keys = dict.fromkeys(key for outcome in outcomes for key in outcome.extras)
-    return {key: [outcome.extras.get(key) for outcome in outcomes] for key in keys}
-
-
-async def _resolved(value: object) -> object:
-    return await value if inspect.isawaitable(value) else value
-
-
-def _as_score(value: object, source: str) -> float:
-    if not isinstance(value, numbers.Real):
-        raise TypeError(f"{source} must give a number as the score, got {type(value).__name__}: {value!r}")
-    return float(value)
-
-
 # ------------------------------------------------------------------------------------- our own style
 def invocation_metric(
     name: str,
@@ -174,22 +98,33 @@ def invocation_metric(
     description: str,
     interval: tuple[float, float] = (0.0, 1.0),
     requires_expected: bool = True,
-    options: type[BaseModel] | None = None,
+    uses_expected: bool = True,
+    options: OptionsCheck | None = None,
     option_keys: Iterable[str] | None = None,
+    explain_when: ExplainWhen | None = None,
+    details: Callable[[Any], Mapping[str, Any]] | None = None,
     registry: MetricRegistry = REGISTRY,
 ) -> Callable[[F], F]:
     """Register a function that scores one invocation as a metric (decorator); returns the function unchanged.
 
     The function is called once per actual invocation as `function(actual, expected, **options)`, sync or async:
     `expected` is the paired expected invocation (None for a conversation scenario, which only reaches the
-    function when `requires_expected=False`). It returns the score or `(score, explanation)`. Each invocation's
-    status is PASSED when `score >= threshold`; the overall score is the mean. A function that raises or returns
-    anything else makes the metric NOT_EVALUATED for that case run, with the error recorded.
+    function when `requires_expected=False`; always None with `uses_expected=False`, a reference-free metric
+    whose case's expected invocations are never paired). It returns the score, `(score, explanation)`, or a
+    `Score(value, explanation, details)` whose `details` keys land in the result's `details` as one value per
+    invocation. Each invocation's status is PASSED when `score >= threshold`; the overall score is the mean. A
+    function that raises or returns anything else makes the metric NOT_EVALUATED for that case run, with the
+    error recorded. `explain_when(score, threshold)` keeps only the explanations it accepts (e.g.
+    `needs_explanation`: imperfect and failing); `details(options)` adds case-level `details` from the parsed
+    options. It is `@metric(..., per_invocation=True)`, the way the built-ins are written, which returns the
+    registered metric instead (`metrics.per_invocation` has every rule).
 
     Options: the criterion's options (besides `threshold`) are checked when the config is resolved, before any
     work starts; an unknown key is an `EvalInputError` naming the accepted ones. They are declared by, in order:
     - `options`, a pydantic model (e.g. a `CriterionOptions` subclass): its fields and aliases are the accepted
       keys, it checks the values, and the function gets every field it takes, validated, defaults filled in;
+    - `options`, a parser function `(EvalMetric) -> value` raising `EvalInputError` on a bad value, with its keys
+      in `option_keys`: the function gets the value as `options=`;
     - `option_keys`, the accepted keys (snake_case): the function gets the given ones, as written in the config;
     - else the function's signature: its keyword parameters after `(actual, expected)` are the accepted keys.
       A function with `**kwargs` must declare its keys with `options` or `option_keys` (a TypeError otherwise).
@@ -206,83 +141,28 @@ def invocation_metric(
         used with `{"criteria": {"response_within_words": {"threshold": 1.0, "max_words": 30}}}`.
 
     Raises:
-        TypeError: the function takes `**kwargs` and declares neither `options` nor `option_keys`.
+        TypeError: the function takes `**kwargs` and declares neither `options` nor `option_keys`, declares an
+            option it does not take, has an options parser but no `options` parameter, or requires expected
+            invocations with `uses_expected=False`.
     """
 
     def register(function: F) -> F:
-        parameters, takes_any = _declared_parameters(name, function, options, option_keys)
-        score_one = _invocation_scorer(name, function, _options_reader(options, parameters, takes_any))
-        keys = parameters if options is None and option_keys is None else set(option_keys or ())
         metric(
             name,
             description=description,
             interval=interval,
             requires_expected=requires_expected,
             options=options,
-            option_keys=keys,
+            option_keys=option_keys,
+            per_invocation=True,
+            uses_expected=uses_expected,
+            explain_when=explain_when,
+            details=details,
             registry=registry,
-        )(_per_invocation_metric(score_one, requires_expected))
+        )(function)
         return function
 
     return register
-
-
-def _invocation_scorer(
-    name: str, function: Callable[..., Any], read_options: Callable[[EvalMetric], dict[str, Any]]
-) -> Callable[[EvalMetric, Invocation, Invocation | None], Awaitable[_Outcome]]:
-    """Scores one invocation with `function` (sync or async): its score, or `(score, explanation)`."""
-
-    async def score_one(eval_metric: EvalMetric, actual: Invocation, expected: Invocation | None) -> _Outcome:
-        value = await _resolved(function(actual, expected, **read_options(eval_metric)))
-        if isinstance(value, tuple) and len(value) == 2:
-            score, explanation = value
-            return _Outcome(_as_score(score, name), None if explanation is None else str(explanation))
-        return _Outcome(_as_score(value, name))
-
-    return score_one
-
-
-def _declared_parameters(
-    name: str, function: Callable[..., Any], options: type[BaseModel] | None, option_keys: Iterable[str] | None
-) -> tuple[set[str], bool]:
-    """The function's option parameters and whether it takes **kwargs, checked against what it declares.
-
-    Raises:
-        TypeError: a `**kwargs` function declares no options, or it declares an option (besides ADK's common
-            ones) that it does not take.
-    """
-    parameters, takes_any = _option_parameters(function)
-    where = f"invocation_metric {name!r} ({getattr(function, '__name__', function)!r})"
-    if takes_any and options is None and option_keys is None:
-        raise TypeError(f"{where} takes **kwargs: declare its options with options=<model> or option_keys={{...}}")
-    declared = set(option_keys or ()) | (set(options.model_fields) if options is not None else set())
-    if not takes_any and (missing := sorted(declared - COMMON_OPTIONS - parameters)):
-        raise TypeError(f"{where} declares options {missing} that the function does not take")
-    return parameters, takes_any
-
-
-def _option_parameters(function: Callable[..., Any]) -> tuple[set[str], bool]:
-    """The option names a per-invocation function takes after (actual, expected), and whether it takes **kwargs."""
-    parameters = list(inspect.signature(function).parameters.values())[2:]
-    names = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return names, any(p.kind is p.VAR_KEYWORD for p in parameters)
-
-
-def _options_reader(
-    model: type[BaseModel] | None, parameters: set[str], takes_any: bool
-) -> Callable[[EvalMetric], dict[str, Any]]:
-    """How the keyword arguments of a per-invocation function are read from a (resolved, checked) criterion."""
-
-    def read(eval_metric: EvalMetric) -> dict[str, Any]:
-        if model is not None:
-            parsed = criterion_options(eval_metric, model)
-            given = {key: getattr(parsed, key) for key in type(parsed).model_fields}
-        else:
-            extras = (eval_metric.criterion.model_extra or {}) if eval_metric.criterion is not None else {}
-            given = {alias_generators.to_snake(key): value for key, value in extras.items()}
-        return {key: value for key, value in given.items() if takes_any or key in parameters}
-
-    return read
 
 
 # ------------------------------------------------------------------------------------------- Vertex AI
@@ -319,20 +199,26 @@ def register_custom_metric(custom_metric: CustomMetric, *, registry: MetricRegis
     """
     name = custom_metric.name
 
-    async def score_one(eval_metric: EvalMetric, actual: Invocation, expected: Invocation | None) -> _Outcome:
-        returned = await _resolved(custom_metric.metric_function(vertex_row(actual, expected)))
+    def score_row(actual: Invocation, expected: Invocation | None) -> object:
+        return custom_metric.metric_function(vertex_row(actual, expected))
+
+    def interpret(returned: object) -> Score:
         if not isinstance(returned, Mapping) or name not in returned:
             raise TypeError(f"CustomMetric {name!r} must return a dict with the score under {name!r}, got {returned!r}")
-        extras = {key: value for key, value in returned.items() if key not in (name, "explanation")}
+        details = {key: value for key, value in returned.items() if key not in (name, "explanation")}
         explanation = returned.get("explanation")
-        return _Outcome(_as_score(returned[name], name), None if explanation is None else str(explanation), extras)
+        return Score(score_value(returned[name], name), None if explanation is None else str(explanation), details)
 
-    evaluate = _per_invocation_metric(score_one, requires_expected=False)
+    evaluate = per_invocation_metric(score_row, _no_options, interpret, InvocationRules(requires_expected=False))
     description = custom_metric.description or f"Vertex AI custom metric {name!r}"
     metric(name, description=description, interval=custom_metric.interval, requires_expected=False, registry=registry)(
         evaluate
     )
     return registry.get(name)
+
+
+def _no_options(eval_metric: EvalMetric) -> tuple[object, dict[str, Any]]:
+    return None, {}
 
 
 def vertex_row(actual: Invocation, expected: Invocation | None) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 A registered metric is a callable with ADK's signature
 `(eval_metric, actual_invocations, expected_invocations, conversation_scenario) -> EvaluationResult`,
-sync or async, so ADK custom metrics plug in unchanged. A built-in is written as one function of a
-`MetricContext` (the criterion, its parsed options, the actual and expected invocations, the scenario) plus its
-`@metric(...)` line; the decorator gives it ADK's signature. Custom metrics named in an `EvalConfig`
+sync or async, so ADK custom metrics plug in unchanged. A built-in is a function plus its `@metric(...)` line;
+the decorator gives it ADK's signature. A metric that scores each invocation and averages is written as the
+function that scores one invocation (`per_invocation=True`, the same engine as users' `@invocation_metric`:
+`metrics.per_invocation`); any other shape as one function of a `MetricContext` (the criterion, its parsed
+options, the actual and expected invocations, the scenario). Custom metrics named in an `EvalConfig`
 (`custom_metrics.<name>.code_config.name = "pkg.module.function"`) are imported on demand.
 
 Option keys, one rule for every metric: a `MetricSpec` declares the criterion options it accepts, and
@@ -20,7 +22,7 @@ Values are checked after the keys, by the options model or the spec's parser fun
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
@@ -35,6 +37,13 @@ from agent_eval.metrics.common import (
     model_option_spellings,
     require_expected,
     unknown_option_message,
+)
+from agent_eval.metrics.per_invocation import (
+    ExplainWhen,
+    InvocationRules,
+    as_score,
+    declared_option_keys,
+    per_invocation_metric,
 )
 from agent_eval.schema import (
     ConversationScenario,
@@ -133,6 +142,8 @@ class MetricSpec:
         option_keys: the option keys (snake_case) the metric accepts besides `threshold`, `COMMON_OPTIONS`
             and the fields of an `options` model; a parser function must list its keys here. `None` accepts
             any key (ADK custom metrics only, see the module docstring).
+        scorer: the function that scores one invocation, for a metric written as one (`@metric(...,
+            per_invocation=True)` or `@invocation_metric`); None otherwise.
     """
 
     name: str
@@ -144,6 +155,7 @@ class MetricSpec:
     requires_threshold: bool = True
     options: OptionsCheck | None = None
     option_keys: frozenset[str] | None = frozenset()
+    scorer: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         """A parser function without declared keys would reject every option: a programming error."""
@@ -331,43 +343,94 @@ def metric(
     informational: bool = False,
     needs_content: bool = True,
     options: OptionsCheck | None = None,
-    option_keys: Iterable[str] = (),
+    option_keys: Iterable[str] | None = None,
+    per_invocation: bool = False,
+    uses_expected: bool = True,
+    explain_when: ExplainWhen | None = None,
+    details: Callable[[Any], Mapping[str, Any]] | None = None,
     registry: MetricRegistry = REGISTRY,
-) -> Callable[[MetricFunction | ContextMetric], MetricFunction]:
+) -> Callable[[Callable[..., Any]], MetricFunction]:
     """Register a metric under `name` (decorator); returns it with ADK's metric signature.
 
-    The function is either a function of one `MetricContext` (the built-ins' style: its `options` are parsed
-    with `options`) or already has ADK's signature (returned unchanged). `options` is the criterion's options
-    model or parser (see `MetricSpec`); `option_keys` the keys a parser reads (snake_case). Any other key in a
-    criterion is rejected when the config is resolved.
-    """
+    The function is one of:
+    - with `per_invocation=True`, a function that scores one invocation, `function(actual, expected, **options)`
+      returning a number, `(score, explanation)` or a `Score`: the decorator pairs the invocations, scores each
+      one, sets statuses against the threshold, averages, and assembles the result (`metrics.per_invocation`
+      has the rules). `uses_expected=False` makes it reference-free (`expected` is None, never paired; needs
+      `requires_expected=False`), `explain_when(score, threshold)` says which turns keep their explanation
+      (default: all), `details(parsed options)` gives the case-level `details`;
+    - a function of one `MetricContext` (its `options` parsed with `options`), for any other shape;
+    - a function that already has ADK's signature (returned unchanged).
 
-    def register(written: MetricFunction | ContextMetric) -> MetricFunction:
-        if _takes_a_context(written):
-            function = _with_adk_signature(cast(ContextMetric, written), options)
+    `options` is the criterion's options model or parser (see `MetricSpec`); `option_keys` the keys a parser
+    reads (snake_case); a per-invocation function without either accepts its keyword parameters. Any other key
+    in a criterion is rejected when the config is resolved.
+
+    Raises:
+        TypeError: a per-invocation function whose options do not match its parameters, or one that requires
+            expected invocations without using them; `per_invocation` options on another kind of function.
+    """
+    rules = InvocationRules(requires_expected, uses_expected, informational, explain_when, details)
+    if not per_invocation and rules != InvocationRules(requires_expected, informational=informational):
+        raise TypeError(f"metric {name!r}: uses_expected, explain_when and details need per_invocation=True")
+
+    def register(written: Callable[..., Any]) -> MetricFunction:
+        if per_invocation:
+            function, keys = _per_invocation_function(name, written, options, option_keys, rules)
         else:
-            function = cast(MetricFunction, written)
-        info = MetricInfo(
-            metric_name=name,
-            description=description,
-            metric_value_info=MetricValueInfo(interval=Interval(min_value=interval[0], max_value=interval[1])),
-        )
+            function, keys = _adk_function(written, options), frozenset(option_keys or ())
         registry.register(
             MetricSpec(
                 name=name,
                 function=function,
-                info=info,
+                info=_info(name, description, interval),
                 requires_expected=requires_expected,
                 informational=informational,
                 needs_content=needs_content,
                 requires_threshold=not informational,
                 options=options,
-                option_keys=frozenset(option_keys),
+                option_keys=keys,
+                scorer=written if per_invocation else None,
             )
         )
         return function
 
     return register
+
+
+def _per_invocation_function(
+    name: str,
+    written: Callable[..., Any],
+    options: OptionsCheck | None,
+    option_keys: Iterable[str] | None,
+    rules: InvocationRules,
+) -> tuple[MetricFunction, frozenset[str]]:
+    """A function that scores one invocation as an ADK-signature metric, and the option keys it accepts."""
+    keys, read_options = declared_option_keys(name, written, options, option_keys)
+    function = per_invocation_metric(written, read_options, lambda value: as_score(value, name), rules)
+    _named_as(function, written)
+    return function, keys
+
+
+def _adk_function(written: Callable[..., Any], options: OptionsCheck | None) -> MetricFunction:
+    """A `MetricContext` function given ADK's signature; a function that has it already, unchanged."""
+    if _takes_a_context(written):
+        return _with_adk_signature(cast(ContextMetric, written), options)
+    return cast(MetricFunction, written)
+
+
+def _info(name: str, description: str, interval: tuple[float, float]) -> MetricInfo:
+    return MetricInfo(
+        metric_name=name,
+        description=description,
+        metric_value_info=MetricValueInfo(interval=Interval(min_value=interval[0], max_value=interval[1])),
+    )
+
+
+def _named_as(function: Callable[..., Any], written: Callable[..., Any]) -> None:
+    """Give `function` the name, module and docstring of the function it was written as."""
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(function, attribute, getattr(written, attribute, None))
 
 
 def _takes_a_context(function: Callable[..., object]) -> bool:
@@ -389,6 +452,5 @@ def _with_adk_signature(function: ContextMetric, options: OptionsCheck | None) -
         ctx = MetricContext(eval_metric, actual_invocations, expected_invocations, conversation_scenario, parsed)
         return function(ctx)
 
-    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
-        setattr(adk, attribute, getattr(function, attribute))
+    _named_as(adk, function)
     return adk

@@ -16,13 +16,9 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
-from agent_eval.metrics.common import overall_result, status_for
-from agent_eval.metrics.registry import MetricContext, metric
-from agent_eval.schema import (
-    EvaluationResult,
-    PerInvocationResult,
-    content_text,
-)
+from agent_eval.metrics.common import below_threshold
+from agent_eval.metrics.registry import metric
+from agent_eval.schema import Invocation, content_text
 
 __all__ = ["STEMMING_METRICS", "preload_stemmer", "response_match_score", "rouge1_fmeasure", "tokenize"]
 
@@ -107,24 +103,11 @@ def rouge1_fmeasure(reference: str, candidate: str) -> float:
 @metric(
     "response_match_score",
     description="ROUGE-1 F-measure of the final response against the reference (ADK, Unicode-aware).",
+    per_invocation=True,
+    explain_when=below_threshold,
 )
-def response_match_score(ctx: MetricContext[None]) -> EvaluationResult:
-    """ADK's response match metric (see the module docstring)."""
-    threshold = ctx.threshold
-    results = []
-    for actual, expected in ctx.expected_pairs():
-        reference, response = content_text(expected.final_response), content_text(actual.final_response)
-        score = rouge1_fmeasure(reference, response)
-        status = status_for(score, threshold)
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=score,
-                eval_status=status,
-                explanation=f"ROUGE-1 F {score:.3f}: expected {reference!r}, got {response!r}"
-                if threshold is not None and score < threshold
-                else None,
-            )
-        )
-    return overall_result(results, threshold)
+def response_match_score(actual: Invocation, expected: Invocation) -> tuple[float, str]:
+    """ADK's response match metric (see the module docstring); a failing turn says what was compared."""
+    reference, response = content_text(expected.final_response), content_text(actual.final_response)
+    score = rouge1_fmeasure(reference, response)
+    return score, f"ROUGE-1 F {score:.3f}: expected {reference!r}, got {response!r}"

@@ -27,14 +27,9 @@ from dataclasses import dataclass, fields
 from rapidfuzz.distance import LCSseq, Levenshtein
 
 from agent_eval.errors import EvalInputError
-from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, status_for
-from agent_eval.metrics.registry import MetricContext, metric
-from agent_eval.schema import (
-    EvalMetric,
-    EvaluationResult,
-    PerInvocationResult,
-    content_text,
-)
+from agent_eval.metrics.common import bool_option, needs_explanation
+from agent_eval.metrics.registry import metric
+from agent_eval.schema import EvalMetric, Invocation, content_text
 
 __all__ = [
     "SIMILARITY_OPTION_KEYS",
@@ -98,6 +93,15 @@ class SimilarityOptions:
             ignore_case=bool_option(eval_metric, "ignore_case", True),
             ignore_punctuation=bool_option(eval_metric, "ignore_punctuation", False),
         )
+
+    def as_details(self) -> dict[str, str | bool]:
+        """The options as a result's `details` record them."""
+        return {
+            "algorithm": self.algorithm.value,
+            "normalize": self.normalize,
+            "ignore_case": self.ignore_case,
+            "ignore_punctuation": self.ignore_punctuation,
+        }
 
 
 SIMILARITY_OPTION_KEYS = frozenset(option.name for option in fields(SimilarityOptions))
@@ -186,35 +190,17 @@ def similarity(expected: str, actual: str, options: SimilarityOptions | None = N
     "rouge1, rouge2 or rouge_l (ADK-Rust).",
     options=SimilarityOptions.of,
     option_keys=SIMILARITY_OPTION_KEYS,
+    per_invocation=True,
+    explain_when=needs_explanation,
+    details=SimilarityOptions.as_details,
 )
-def response_similarity(ctx: MetricContext[SimilarityOptions]) -> EvaluationResult:
+def response_similarity(actual: Invocation, expected: Invocation, *, options: SimilarityOptions) -> tuple[float, str]:
     """ADK-Rust's response similarity; `details` records the options used (see the module docstring).
 
     Raises:
         EvalInputError: an unknown `algorithm`, or a `normalize` / `ignore_case` / `ignore_punctuation` that is
             not a boolean.
     """
-    options = ctx.options
-    threshold = ctx.threshold
-    results = []
-    for actual, expected in ctx.expected_pairs():
-        reference, response = content_text(expected.final_response), content_text(actual.final_response)
-        score = similarity(reference, response, options)
-        explanation = f"{options.algorithm.value} similarity {score:.3f}: expected {reference!r}, got {response!r}"
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=score,
-                eval_status=status_for(score, threshold),
-                explanation=explanation if needs_explanation(score, threshold) else None,
-            )
-        )
-    result = overall_result(results, threshold)
-    result.details = {
-        "algorithm": options.algorithm.value,
-        "normalize": options.normalize,
-        "ignore_case": options.ignore_case,
-        "ignore_punctuation": options.ignore_punctuation,
-    }
-    return result
+    reference, response = content_text(expected.final_response), content_text(actual.final_response)
+    score = similarity(reference, response, options)
+    return score, f"{options.algorithm.value} similarity {score:.3f}: expected {reference!r}, got {response!r}"

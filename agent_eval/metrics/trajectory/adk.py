@@ -17,18 +17,10 @@ from google.genai import types as genai_types
 from pydantic import field_validator
 
 from agent_eval.errors import EvalInputError
-from agent_eval.metrics.common import (
-    CriterionOptions,
-    overall_result,
-    status_for,
-)
-from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.metrics.common import CriterionOptions
+from agent_eval.metrics.registry import metric
 from agent_eval.results.tool_calls import format_call
-from agent_eval.schema import (
-    EvaluationResult,
-    PerInvocationResult,
-    tool_calls_of,
-)
+from agent_eval.schema import Invocation, tool_calls_of
 
 __all__ = ["MatchType", "ToolTrajectoryOptions", "tool_trajectory_avg_score", "trajectory_matches"]
 
@@ -123,24 +115,14 @@ def _explain(actual: Sequence[Call], expected: Sequence[Call], match_type: Match
     options=ToolTrajectoryOptions,
     description="Share of invocations whose tool calls match the expected ones (ADK; EXACT / IN_ORDER / "
     "ANY_ORDER, ignore_args).",
+    per_invocation=True,
 )
-def tool_trajectory_avg_score(ctx: MetricContext[ToolTrajectoryOptions]) -> EvaluationResult:
-    """ADK's tool trajectory metric (see the module docstring for the exact rules)."""
-    options = ctx.options
-    match_type, ignore_args = options.match_type, options.ignore_args
-    threshold = ctx.threshold
-    results = []
-    for actual, expected in ctx.expected_pairs():
-        actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
-        matched = trajectory_matches(actual_calls, expected_calls, match_type, ignore_args)
-        score = 1.0 if matched else 0.0
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=score,
-                eval_status=status_for(score, threshold),
-                explanation=None if matched else _explain(actual_calls, expected_calls, match_type, ignore_args),
-            )
-        )
-    return overall_result(results, threshold)
+def tool_trajectory_avg_score(
+    actual: Invocation, expected: Invocation, *, match_type: MatchType, ignore_args: bool
+) -> float | tuple[float, str]:
+    """ADK's tool trajectory metric (see the module docstring for the exact rules): 1.0 on a match, else 0.0
+    with the first difference."""
+    actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
+    if trajectory_matches(actual_calls, expected_calls, match_type, ignore_args):
+        return 1.0
+    return 0.0, _explain(actual_calls, expected_calls, match_type, ignore_args)

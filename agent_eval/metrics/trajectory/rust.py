@@ -14,22 +14,19 @@ an equal value (extra actual args allowed). A missing `args` is `{}`. Matching f
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from google.genai import types as genai_types
 
-from agent_eval.metrics.common import bool_option, needs_explanation, overall_result, status_for
-from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.metrics.common import bool_option, needs_explanation
+from agent_eval.metrics.per_invocation import Score
+from agent_eval.metrics.registry import metric
 from agent_eval.results.tool_calls import format_call
-from agent_eval.schema import (
-    EvalMetric,
-    EvaluationResult,
-    PerInvocationResult,
-    tool_calls_of,
-)
+from agent_eval.schema import EvalMetric, Invocation, tool_calls_of
 
 __all__ = [
     "TRAJECTORY_OPTION_KEYS",
+    "TrajectoryFlags",
     "args_match",
     "tool_trajectory_score",
 ]
@@ -103,13 +100,22 @@ def _trajectory_explanation(detail: dict[str, list[str]], expected: Sequence[Cal
     return "; ".join(parts)
 
 
-TRAJECTORY_OPTION_KEYS = frozenset({"strict_order", "strict_args"})
+class TrajectoryFlags(NamedTuple):
+    """The options of `tool_trajectory_score`, with ADK-Rust's defaults."""
+
+    strict_order: bool = True
+    strict_args: bool = False
+
+
+TRAJECTORY_OPTION_KEYS = frozenset(TrajectoryFlags._fields)
 """The options of `tool_trajectory_score` (any other key is rejected when the config is resolved)."""
 
 
-def _trajectory_flags(eval_metric: EvalMetric) -> tuple[bool, bool]:
-    """`(strict_order, strict_args)`, ADK-Rust's defaults `(True, False)`."""
-    return bool_option(eval_metric, "strict_order", True), bool_option(eval_metric, "strict_args", False)
+def _trajectory_flags(eval_metric: EvalMetric) -> TrajectoryFlags:
+    """The criterion's flags; raises `EvalInputError` when one is not a boolean."""
+    return TrajectoryFlags(
+        bool_option(eval_metric, "strict_order", True), bool_option(eval_metric, "strict_args", False)
+    )
 
 
 @metric(
@@ -117,31 +123,17 @@ def _trajectory_flags(eval_metric: EvalMetric) -> tuple[bool, bool]:
     description="Tool calls matched / max(expected, actual), with strict_order and strict_args (ADK-Rust).",
     options=_trajectory_flags,
     option_keys=TRAJECTORY_OPTION_KEYS,
+    per_invocation=True,
+    explain_when=needs_explanation,
+    details=TrajectoryFlags._asdict,
 )
-def tool_trajectory_score(ctx: MetricContext[tuple[bool, bool]]) -> EvaluationResult:
+def tool_trajectory_score(actual: Invocation, expected: Invocation, *, options: TrajectoryFlags) -> Score:
     """ADK-Rust's tool trajectory score; `details.invocations` holds each alignment (see the module docstring).
 
     Raises:
         EvalInputError: `strict_order` or `strict_args` is not a boolean.
     """
-    strict_order, strict_args = ctx.options
-    threshold = ctx.threshold
-    results, details = [], []
-    for actual, expected in ctx.expected_pairs():
-        actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
-        score, pairs = _trajectory_score(expected_calls, actual_calls, strict_order, strict_args)
-        detail = _trajectory_detail(expected_calls, actual_calls, pairs)
-        explanation = _trajectory_explanation(detail, expected_calls, actual_calls)
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=score,
-                eval_status=status_for(score, threshold),
-                explanation=explanation if needs_explanation(score, threshold) else None,
-            )
-        )
-        details.append(detail)
-    result = overall_result(results, threshold)
-    result.details = {"strict_order": strict_order, "strict_args": strict_args, "invocations": details}
-    return result
+    actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
+    score, pairs = _trajectory_score(expected_calls, actual_calls, options.strict_order, options.strict_args)
+    detail = _trajectory_detail(expected_calls, actual_calls, pairs)
+    return Score(score, _trajectory_explanation(detail, expected_calls, actual_calls), {"invocations": detail})

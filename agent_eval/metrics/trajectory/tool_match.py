@@ -64,16 +64,12 @@ from functools import lru_cache
 
 from google.genai import types as genai_types
 
-from agent_eval.metrics.common import model_option_keys, overall_result, status_for
-from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.metrics.common import model_option_keys
+from agent_eval.metrics.per_invocation import Score
+from agent_eval.metrics.registry import metric
 from agent_eval.metrics.trajectory.matching import Alignment, Call, Matcher, MatchOptions, parse_options
 from agent_eval.results.tool_calls import format_call
-from agent_eval.schema import (
-    EvalMetric,
-    EvaluationResult,
-    PerInvocationResult,
-    tool_calls_of,
-)
+from agent_eval.schema import EvalMetric, Invocation, tool_calls_of
 
 __all__ = ["as_calls", "explain_alignment", "matcher_for", "tool_trajectory_match"]
 
@@ -143,6 +139,11 @@ def explain_alignment(
     return "; ".join(parts)
 
 
+def _order_and_score(matcher: Matcher) -> dict[str, str]:
+    """The options every result records in `details`."""
+    return {"order": matcher.options.order, "score": matcher.options.score}
+
+
 @metric(
     "tool_trajectory_match",
     description="Tool calls aligned optimally with the expected ones: order modes (exact, in_order, any_order, "
@@ -150,24 +151,12 @@ def explain_alignment(
     "/ binary with partial credit.",
     options=matcher_for,
     option_keys=model_option_keys(MatchOptions),
+    per_invocation=True,
+    details=_order_and_score,
 )
-def tool_trajectory_match(ctx: MetricContext[Matcher]) -> EvaluationResult:
-    """The trajectory metric described in the module docstring."""
-    matcher = ctx.options
-    threshold = ctx.threshold
-    results, alignments = [], []
-    for actual, expected in ctx.expected_pairs():
-        actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
-        alignment = matcher.align(as_calls(expected_calls), as_calls(actual_calls))
-        alignments.append(alignment.as_dict())
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=alignment.score,
-                eval_status=status_for(alignment.score, threshold),
-                explanation=explain_alignment(alignment, matcher, expected_calls, actual_calls),
-            )
-        )
-    details = {"order": matcher.options.order, "score": matcher.options.score, "invocations": alignments}
-    return overall_result(results, threshold).model_copy(update={"details": details})
+def tool_trajectory_match(actual: Invocation, expected: Invocation, *, options: Matcher) -> Score:
+    """The trajectory metric described in the module docstring; `details.invocations` holds each alignment."""
+    actual_calls, expected_calls = tool_calls_of(actual), tool_calls_of(expected)
+    alignment = options.align(as_calls(expected_calls), as_calls(actual_calls))
+    explanation = explain_alignment(alignment, options, expected_calls, actual_calls)
+    return Score(alignment.score, explanation, {"invocations": alignment.as_dict()})

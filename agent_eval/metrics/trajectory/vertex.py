@@ -34,16 +34,11 @@ from typing import TypeAlias
 from google.genai import types as genai_types
 
 from agent_eval.errors import EvalInputError
-from agent_eval.metrics.common import needs_explanation, overall_result, status_for
-from agent_eval.metrics.registry import MetricContext, metric
+from agent_eval.metrics.common import needs_explanation
+from agent_eval.metrics.per_invocation import Score
+from agent_eval.metrics.registry import MetricFunction, metric
 from agent_eval.results.tool_calls import Alignment, Call, align, format_call
-from agent_eval.schema import (
-    EvalMetric,
-    EvaluationResult,
-    Invocation,
-    PerInvocationResult,
-    tool_calls_of,
-)
+from agent_eval.schema import EvalMetric, Invocation, tool_calls_of
 
 __all__ = [
     "any_order_match",
@@ -133,63 +128,44 @@ def _detail(alignment: Alignment) -> dict[str, list[str]]:
     }
 
 
-def _score_trajectories(ctx: MetricContext[None], score: TrajectoryScore) -> EvaluationResult:
-    """Score each (actual, expected) invocation pair; `details.invocations` holds each alignment."""
-    threshold = ctx.threshold
-    results, details = [], []
-    for actual, expected in ctx.expected_pairs():
-        predicted, reference = _calls(actual), _calls(expected)
-        value, alignment = score(predicted, reference), align(predicted, reference)
-        explanation = _explain(predicted, reference, alignment) if needs_explanation(value, threshold) else None
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                expected_invocation=expected,
-                score=value,
-                eval_status=status_for(value, threshold),
-                explanation=explanation,
-            )
-        )
-        details.append(_detail(alignment))
-    result = overall_result(results, threshold)
-    result.details = {"invocations": details}
-    return result
+def _scored(actual: Invocation, expected: Invocation, score: TrajectoryScore) -> Score:
+    """One invocation pair's score, why, and its alignment (kept as `details.invocations[i]`)."""
+    predicted, reference = _calls(actual), _calls(expected)
+    value, alignment = score(predicted, reference), align(predicted, reference)
+    return Score(value, _explain(predicted, reference, alignment), {"invocations": _detail(alignment)})
 
 
-@metric("trajectory_exact_match", description="1 if the tool calls equal the reference ones in order (Vertex AI).")
-def trajectory_exact_match(ctx: MetricContext[None]) -> EvaluationResult:
-    """Vertex AI's exact trajectory match (see the module docstring)."""
-    return _score_trajectories(ctx, exact_match)
+def _vertex_match(name: str, score: TrajectoryScore, description: str) -> MetricFunction:
+    """Register Vertex AI's trajectory metric `name`: each invocation's tool calls scored by `score` against the
+    reference ones, an imperfect score explained, the alignment kept as `details.invocations`."""
+
+    def scored(actual: Invocation, expected: Invocation) -> Score:
+        return _scored(actual, expected, score)
+
+    scored.__name__ = scored.__qualname__ = name
+    scored.__doc__ = f"Vertex AI's {name} (see the module docstring): {description}"
+    return metric(name, description=description, per_invocation=True, explain_when=needs_explanation)(scored)
 
 
-@metric(
+trajectory_exact_match = _vertex_match(
+    "trajectory_exact_match", exact_match, "1 if the tool calls equal the reference ones in order (Vertex AI)."
+)
+trajectory_in_order_match = _vertex_match(
     "trajectory_in_order_match",
-    description="1 if the reference tool calls appear in order, extras allowed (Vertex AI).",
+    in_order_match,
+    "1 if the reference tool calls appear in order, extras allowed (Vertex AI).",
 )
-def trajectory_in_order_match(ctx: MetricContext[None]) -> EvaluationResult:
-    """Vertex AI's in-order trajectory match (see the module docstring)."""
-    return _score_trajectories(ctx, in_order_match)
-
-
-@metric(
+trajectory_any_order_match = _vertex_match(
     "trajectory_any_order_match",
-    description="1 if the reference tool calls appear in any order, extras allowed (Vertex AI).",
+    any_order_match,
+    "1 if the reference tool calls appear in any order, extras allowed (Vertex AI).",
 )
-def trajectory_any_order_match(ctx: MetricContext[None]) -> EvaluationResult:
-    """Vertex AI's any-order trajectory match (see the module docstring)."""
-    return _score_trajectories(ctx, any_order_match)
-
-
-@metric("trajectory_precision", description="Share of the tool calls made that are in the reference (Vertex AI).")
-def trajectory_precision(ctx: MetricContext[None]) -> EvaluationResult:
-    """Vertex AI's trajectory precision, multiset counting (see the module docstring)."""
-    return _score_trajectories(ctx, precision)
-
-
-@metric("trajectory_recall", description="Share of the reference tool calls that were made (Vertex AI).")
-def trajectory_recall(ctx: MetricContext[None]) -> EvaluationResult:
-    """Vertex AI's trajectory recall, multiset counting (see the module docstring)."""
-    return _score_trajectories(ctx, recall)
+trajectory_precision = _vertex_match(
+    "trajectory_precision", precision, "Share of the tool calls made that are in the reference (Vertex AI)."
+)
+trajectory_recall = _vertex_match(
+    "trajectory_recall", recall, "Share of the reference tool calls that were made (Vertex AI)."
+)
 
 
 def _tool_name(eval_metric: EvalMetric) -> str:
@@ -208,26 +184,17 @@ def _tool_name(eval_metric: EvalMetric) -> str:
     requires_expected=False,
     options=_tool_name,
     option_keys={"tool_name"},
+    per_invocation=True,
+    uses_expected=False,
 )
-def trajectory_single_tool_use(ctx: MetricContext[str]) -> EvaluationResult:
-    """Vertex AI's single tool use: per invocation, whether the tool `tool_name` is called at least once.
+def trajectory_single_tool_use(actual: Invocation, expected: None, *, options: str) -> float | tuple[float, str]:
+    """Vertex AI's single tool use: per invocation, whether the tool `tool_name` (`options`) is called at least once.
 
     Raises:
         EvalInputError: the `tool_name` option is missing or not a non-empty string.
     """
-    tool_name = ctx.options
-    threshold = ctx.threshold
-    results = []
-    for actual in ctx.actual:
-        predicted = _calls(actual)
-        value = single_tool_use(predicted, tool_name)
-        made = ", ".join(sorted({name for name, _ in predicted})) or "no tools"
-        results.append(
-            PerInvocationResult(
-                actual_invocation=actual,
-                score=value,
-                eval_status=status_for(value, threshold),
-                explanation=None if value else f"{tool_name} was not called (called: {made})",
-            )
-        )
-    return overall_result(results, threshold)
+    predicted = _calls(actual)
+    if single_tool_use(predicted, options):
+        return 1.0
+    made = ", ".join(sorted({name for name, _ in predicted})) or "no tools"
+    return 0.0, f"{options} was not called (called: {made})"
