@@ -229,6 +229,8 @@ def per_invocation_metric(
         rules: what the metric does around the function.
     """
 
+    is_async = inspect.iscoroutinefunction(function)  # an awaitable even for a case run without turns
+
     def evaluate(
         eval_metric: EvalMetric,
         actual_invocations: list[Invocation],
@@ -242,7 +244,7 @@ def per_invocation_metric(
         def finish(scores: list[Score]) -> EvaluationResult:
             return _assembled(eval_metric, turns, parsed, scores, rules)
 
-        if any(_awaitable(value) for value in returned):
+        if is_async or any(_awaitable(value) for value in returned):
             return _finished_later(returned, interpret, finish)
         return finish([interpret(value) for value in returned])
 
