@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agent_eval.agents import preflight_agent
 from agent_eval.io import InputFormat
 from agent_eval.io.files import check_paths_exist
 from agent_eval.io.recorded import RECORDED_FORMATS, RecordedFormat, RecordedSource, detect_recorded_format
@@ -151,10 +150,11 @@ async def arerun(
     request = RerunRequest(
         run_id=run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url
     )
-    await preflight_agent(plan_rerun(request).agent)
+    plan = await plan_rerun(request).checked_agent()
     from agent_eval.flows import rerun_flow
 
-    with flow_server():
+    with flow_server(), HandOver(plan, request):
+        del plan  # the flow takes it over
         return await _report_of(await rerun_flow(request, return_state=True))
 
 
@@ -176,10 +176,11 @@ async def arescore(
     """`rescore` for async code (arguments, result and errors as `rescore`)."""
     check_store(db_url)
     request = RescoreRequest(run_id=run_id, config=_config(config), db_url=db_url)
-    plan_rescore(request)
+    plan = plan_rescore(request)
     from agent_eval.flows import rescore_flow
 
-    with flow_server():
+    with flow_server(), HandOver(plan, request):
+        del plan  # the flow takes it over
         return await _report_of(await rescore_flow(request, return_state=True))
 
 
@@ -236,7 +237,7 @@ def _checked_plan(request: EvalRequest) -> EvalPlan:
 async def _evaluate_plan(request: EvalRequest, plan: EvalPlan) -> RunReport:
     """The agent's preflight check (a wrong app name or a dead server: one line, nothing stored), then the flow
     on its server."""
-    await preflight_agent(plan.agent)
+    plan = await plan.checked_agent()
     from agent_eval.flows import agent_eval_flow  # Prefect is imported only when a flow runs
 
     handover = HandOver(plan)

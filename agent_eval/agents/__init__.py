@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agent_eval.agents.base import Agent as Agent
     from agent_eval.agents.base import AgentSession as AgentSession
     from agent_eval.agents.base import AgentTurn as AgentTurn
+    from agent_eval.agents.base import Preflighted as Preflighted
     from agent_eval.agents.base import ToolCallRecord as ToolCallRecord
     from agent_eval.agents.base import TransientAgentError as TransientAgentError
     from agent_eval.agents.callable import CallableAgent as CallableAgent

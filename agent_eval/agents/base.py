@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.schema import AgentRun, EvalCase
 
-__all__ = ["Agent", "AgentSession", "AgentTurn", "ToolCallRecord", "TransientAgentError"]
+__all__ = ["Agent", "AgentSession", "AgentTurn", "Preflighted", "ToolCallRecord", "TransientAgentError"]
 
 
 class TransientAgentError(Exception):
@@ -68,8 +68,11 @@ class Agent(Protocol):
     `error_traceback` set) when the agent failed for a reason that is not worth retrying, and raise the
     transient error itself (see `agent_eval.agents.errors.is_transient`) for one that is.
 
-    An agent may also have `async def preflight(self) -> None`, a cheap check run once before the first case
-    (`preflight_agent`); the adapters of this package all have one (`TurnAgent`'s does nothing).
+    An agent may also have the `Preflighted` method `async def preflight(self) -> None`: a cheap check that it
+    can be used (its server answers, its app exists, its credentials are set), run once per run before the
+    first case (`preflight_agent`), before anything is stored. It is optional so that any object with
+    `reference`, `fingerprint` and `run_case` stays an agent; the adapters of this package all have one
+    (`TurnAgent`'s checks nothing, `GenaiAgent`'s its credentials, `HttpAgent`'s its server and app).
     """
 
     @property
@@ -84,4 +87,18 @@ class Agent(Protocol):
 
     async def run_case(self, case: EvalCase, eval_set_id: str, run_index: int) -> AgentRun:
         """Run every turn of `case` in a fresh session and return the actual invocations."""
+        ...
+
+
+@runtime_checkable
+class Preflighted(Protocol):
+    """An agent's optional check before the run (see `Agent`)."""
+
+    async def preflight(self) -> None:
+        """Check cheaply that the agent can be used.
+
+        Raises:
+            agent_eval.errors.EvalInputError: a user mistake (a wrong app name, missing credentials).
+            agent_eval.errors.InfrastructureError: the agent's server cannot be reached.
+        """
         ...

@@ -196,6 +196,14 @@ class GenaiAgent(TurnAgent):
         """Raise `EvalInputError` when the client comes from an environment without credentials."""
         self._clients.check_credentials(f"agent {self._name!r}", field="agent")
 
+    async def preflight(self) -> None:
+        """The agent's check before the run: its credentials (no call is made).
+
+        Raises:
+            EvalInputError: the client would come from an environment without credentials.
+        """
+        self.check_credentials()
+
     async def open_session(self, case: EvalCase) -> AgentSession:
         """A fresh session that carries the case's tool mocks and the conversation sent to the model."""
         session = _GenaiSession.model_validate(fresh_session(case).model_dump())

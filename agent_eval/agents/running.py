@@ -4,10 +4,8 @@ failures, whatever they are, become recorded failures of that case run only."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import cast
 
-from agent_eval.agents.base import Agent
+from agent_eval.agents.base import Agent, Preflighted
 from agent_eval.agents.errors import AgentFailure, fail_run, format_traceback, is_transient
 from agent_eval.errors import InfrastructureError
 from agent_eval.schema import AgentRun, EvalCase
@@ -22,14 +20,14 @@ async def preflight_agent(agent: Agent, timeout: float = DEFAULT_PREFLIGHT_TIMEO
 
     Raises:
         InfrastructureError: the agent's server cannot be reached, or the check took longer than `timeout`.
-        EvalInputError: the reference names something the server does not have (e.g. a wrong app name).
+        EvalInputError: the reference names something the server does not have (e.g. a wrong app name), or the
+            agent lacks credentials.
     """
-    check = cast(Callable[[], Awaitable[None]] | None, getattr(agent, "preflight", None))
-    if check is None:
+    if not isinstance(agent, Preflighted):
         return
     try:
         async with asyncio.timeout(timeout):
-            await check()
+            await agent.preflight()
     except TimeoutError:
         raise InfrastructureError(
             f"the agent {agent.reference!r} did not answer its check within {timeout:g} s: is its server up?"

@@ -20,7 +20,6 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 
-from agent_eval.agents import preflight_agent
 from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
@@ -63,7 +62,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     """Run a checked plan: the agent's preflight check, the store's run row, invocations, scores, the
     comparison, artifacts, final state. An outage (see `agent_eval.results.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
-    await preflight_agent(plan.agent)  # a wrong app name or a dead server: one line, nothing stored
+    plan = await plan.checked_agent()  # a wrong app name or a dead server: one line, nothing stored
     await check_shard_deployment(plan.request)  # a missing shard deployment or global limit: the same
     if address := dask_address(plan.request.dask_address):
         await check_dask(address)  # no prefect-dask, or a Dask scheduler that does not answer: the same

@@ -15,8 +15,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from agent_eval.agents import REPLAY_REFERENCE, Agent, TurnAgent, find_default_agent, resolve_agent
-from agent_eval.agents.genai_agent import GenaiAgent, missing_credentials
+from agent_eval.agents import (
+    REPLAY_REFERENCE,
+    Agent,
+    TurnAgent,
+    find_default_agent,
+    preflight_agent,
+    resolve_agent,
+)
+from agent_eval.agents.genai_agent import missing_credentials
 from agent_eval.agents.simulator import LlmUserSimulator, simulator_from_config
 from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config, load_eval_sets, load_eval_sets_with_configs
@@ -42,6 +49,7 @@ __all__ = [
     "ScoringBatch",
     "check_judges",
     "config_groups",
+    "handed_over",
     "prepare",
     "prepared",
     "ready_agent",
@@ -104,6 +112,8 @@ class EvalPlan:
     """Lines the user must read about the input (recorded traces skipped, content not captured)."""
     recorded: RecordedParts | None = None
     """A recorded input read a part at a time (`parts`); `eval_sets` then holds its outline, not its turns."""
+    agent_checked: bool = False
+    """The agent's preflight check has passed for this run (`checked_agent`): the flow does not repeat it."""
 
     def parts(self) -> Iterator[EvalPlan]:
         """The plan a part at a time, each part invoked, scored and stored before the next is read: a recorded
@@ -155,6 +165,18 @@ class EvalPlan:
                 batches.extend((eval_metric, spec, group_runs, judge) for eval_metric, spec in group.metrics)
         return batches
 
+    async def checked_agent(self) -> EvalPlan:
+        """This plan once its agent's preflight check (`preflight_agent`) has passed: run once per run, by the
+        first of the API (before Prefect starts) and the flow (a deployment's run) to get the plan.
+
+        Raises:
+            EvalInputError: the agent's check found a user mistake (a wrong app name, missing credentials).
+            InfrastructureError: the agent's server cannot be reached.
+        """
+        if not self.agent_checked:
+            await preflight_agent(self.agent)
+        return replace(self, agent_checked=True)
+
     def without_outline(self) -> EvalPlan:
         """This plan without the outline of a recorded input read in parts (`recorded`), once the run has stored
         it: nothing after reads it, and it holds ~3 KB per session for the whole run. Other plans: themselves."""
@@ -204,7 +226,7 @@ RECORDED_PART_TURNS = 500
 session is a part of its own. A part holds some 35 MB at once; on 25,000 spans (benchmarks/bench_traces.py'
 input, one run each) parts of 500 turns took 36 s, of 200, 1,000 and 2,000 turns 39, 41 and 49 s."""
 
-_HANDED_OVER: dict[int, tuple[EvalRequest, EvalPlan]] = {}
+_HANDED_OVER: dict[int, tuple[object, EvalPlan]] = {}
 
 
 class HandOver:
@@ -215,9 +237,10 @@ class HandOver:
     then takes that plan over, so the inputs are read once and held once. This object keeps no reference to
     `plan`: once the caller drops its own, the flow alone holds the eval sets, and frees them with itself."""
 
-    def __init__(self, plan: EvalPlan) -> None:
-        self._key = id(plan.request)
-        _HANDED_OVER[self._key] = (plan.request, plan)
+    def __init__(self, plan: EvalPlan, request: object | None = None) -> None:
+        flow_request = plan.request if request is None else request
+        self._key = id(flow_request)
+        _HANDED_OVER[self._key] = (flow_request, plan)
 
     def __enter__(self) -> None:
         return None
@@ -229,10 +252,14 @@ class HandOver:
 def prepared(request: EvalRequest) -> EvalPlan:
     """The plan handed over for this very request object (`HandOver`), else `prepare(request)`: a flow run
     started by Prefect (a deployment, a retry, a shard) loads its inputs itself."""
+    return handed_over(request) or prepare(request)
+
+
+def handed_over(request: object) -> EvalPlan | None:
+    """The plan handed over (`HandOver`) for this very request object (of any flow: run, rerun, rescore), once;
+    None when there is none."""
     held = _HANDED_OVER.pop(id(request), None)
-    if held is not None and held[0] is request:
-        return held[1]
-    return prepare(request)
+    return held[1] if held is not None and held[0] is request else None
 
 
 def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tuple[str, ...], RecordedParts | None]:
@@ -298,16 +325,13 @@ def simulator_config(groups: Sequence[ConfigGroup], eval_sets: list[EvalSet]) ->
 
 
 def ready_agent(agent: Agent, request: EvalRequest, eval_sets: list[EvalSet], config: EvalConfig) -> Agent:
-    """The agent as this evaluation runs it: turn timeout and user simulator set (on a copy), credentials
-    checked.
+    """The agent as this evaluation runs it: turn timeout and user simulator set (on a copy). The agent's own
+    checks (credentials, a server that answers) are its `preflight` (`EvalPlan.checked_agent`).
 
     Raises:
-        EvalInputError: the agent or its simulator lacks credentials, or a bad `user_simulator_config`.
+        EvalInputError: the simulator lacks credentials, or a bad `user_simulator_config`.
     """
-    agent = _with_simulator(_with_turn_timeout(agent, request.turn_timeout_seconds), eval_sets, config)
-    if isinstance(agent, GenaiAgent):
-        agent.check_credentials()
-    return agent
+    return _with_simulator(_with_turn_timeout(agent, request.turn_timeout_seconds), eval_sets, config)
 
 
 def check_judges(metrics: list[tuple[EvalMetric, MetricSpec]]) -> None:

@@ -200,10 +200,11 @@ def test_plan_without_credentials_for_a_configured_llm_simulator_fails_before_th
         "set GOOGLE_API_KEY or GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT "
         "and GOOGLE_CLOUD_LOCATION"
     )
+    unready = prepare(
+        request(tmp_path, "tests.agents.test_simulator:unready_genai_agent", {"type": "scripted", "messages": []})
+    )
     with pytest.raises(EvalInputError, match=r"agent 'genai:gemini-2\.5-flash' needs Gemini credentials"):
-        prepare(
-            request(tmp_path, "tests.agents.test_simulator:unready_genai_agent", {"type": "scripted", "messages": []})
-        )
+        asyncio.run(unready.checked_agent())  # the agent's own check is its preflight, run once per run
 
     plan = prepare(request(tmp_path, "tests.agents.test_simulator:echo_agent", {"type": "scripted", "messages": []}))
     assert isinstance(plan.agent, CallableAgent) and isinstance(plan.agent.simulator, ScriptedUserSimulator)

@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections import Counter
 
-from agent_eval.agents import AgentSession, AgentTurn, ToolCallRecord, TransientAgentError
+from agent_eval.agents import AgentSession, AgentTurn, CallableAgent, ToolCallRecord, TransientAgentError
 
 CALLS: Counter[str] = Counter()
 """Calls per user message, across the test session; tests use unique messages."""
@@ -70,3 +70,15 @@ async def pid_logged_agent(message: str, session: AgentSession) -> AgentTurn:
         log.write(f"{os.getpid()} {message}\n")
     await asyncio.sleep(0.1)
     return echo_agent(message, session)
+
+
+class _PreflightCountingAgent(CallableAgent):
+    """`echo_agent` whose check before the run counts itself in `CALLS["preflight"]`."""
+
+    async def preflight(self) -> None:
+        CALLS["preflight"] += 1
+
+
+preflight_counting_agent = _PreflightCountingAgent(
+    echo_agent, "tests.flows.agents_for_tests:preflight_counting_agent", fingerprint="preflight-counting"
+)
