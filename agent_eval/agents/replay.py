@@ -9,7 +9,7 @@ from __future__ import annotations
 from agent_eval.agents.errors import AgentFailure
 from agent_eval.schema import AgentRun, EvalCase, Invocation, InvocationEvents, TokenUsage
 
-__all__ = ["REPLAY_REFERENCE", "ReplayAgent"]
+__all__ = ["REPLAY_REFERENCE", "ReplayAgent", "replay_agent"]
 
 REPLAY_REFERENCE = "replay"
 
@@ -65,3 +65,9 @@ def recorded_token_usage(invocations: list[Invocation]) -> TokenUsage | None:
     input_tokens = sum(usage.prompt_token_count or 0 for usage in usages)
     output_tokens = sum(usage.candidates_token_count or 0 for usage in usages)
     return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens)
+
+
+def replay_agent(reference: str) -> ReplayAgent:
+    """The agent of the `replay` reference form (`agent_eval.agents.references`)."""
+    del reference
+    return ReplayAgent()

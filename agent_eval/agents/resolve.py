@@ -8,8 +8,9 @@ References:
 - `http://...` / `https://...`: a generic JSON endpoint (`HttpAgent`);
 - `adk-api+http://host:port/APP_NAME` (or `adk-api+https://`): app APP_NAME of an ADK api_server (`AdkApiAgent`);
 - `replay`: no agent, the cases' recorded invocations are scored as they are.
-The attribute is an `Agent` (anything with `run_case`), an ADK agent or `App` wrapped in `AdkAgent`, or a plain
-callable wrapped in `CallableAgent`.
+A reference of a form in `REFERENCE_FORMS` (`agent_eval.agents.references`) goes to that form's adapter; any
+other is user code, imported. The attribute is an `Agent` (anything with `run_case`), an ADK agent or `App`
+wrapped in `AdkAgent`, or a plain callable wrapped in `CallableAgent`.
 """
 
 from __future__ import annotations
@@ -19,16 +20,15 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from agent_eval.agents.adk_agent import ADK_INSTALL_HINT, AdkAgent, is_adk_object
 from agent_eval.agents.base import Agent
 from agent_eval.agents.callable import CallableAgent
-from agent_eval.agents.http_agent import is_http_reference, resolve_http_agent
-from agent_eval.agents.references import AGENT_REFERENCE_FORMS
-from agent_eval.agents.replay import REPLAY_REFERENCE, ReplayAgent
+from agent_eval.agents.references import AGENT_REFERENCE_FORMS, REFERENCE_FORMS
 from agent_eval.errors import EvalInputError
 from agent_eval.imports import import_user_module
 
@@ -45,10 +45,9 @@ def resolve_agent(reference: str) -> Agent:
     Raises:
         EvalInputError: the module or file does not import, or has no such attribute, or it is not callable.
     """
-    if reference == REPLAY_REFERENCE:
-        return ReplayAgent()
-    if is_http_reference(reference):
-        return resolve_http_agent(reference)
+    resolver = next((form.resolver for form in REFERENCE_FORMS if form.resolver and form.selects(reference)), None)
+    if resolver is not None:
+        return _resolver(resolver)(reference)
     module, attribute = _load_module(reference)
     target = _adk_app(module, attribute) or getattr(module, attribute, None)
     if target is None:
@@ -61,6 +60,12 @@ def resolve_agent(reference: str) -> Agent:
     if not callable(target):
         raise EvalInputError(f"{reference!r} is a {type(target).__name__}, not a callable or an Agent", field="agent")
     return CallableAgent(target, reference=reference, fingerprint=fingerprint)
+
+
+def _resolver(name: str) -> Callable[[str], Agent]:
+    """The adapter function a `ReferenceForm` names as `"module:function"`."""
+    module, _, function = name.partition(":")
+    return cast(Callable[[str], Agent], getattr(importlib.import_module(module), function))
 
 
 def find_default_agent(paths: list[str]) -> str | None:
