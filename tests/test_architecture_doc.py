@@ -19,7 +19,8 @@ PAGES = [ARCHITECTURE, REPO / "README.md", REPO / "docs" / "recorded.md"]
 
 PATH = re.compile(r"(?<![\w/.-])(?:\.\./)?(agent_eval/(?:[\w-]+/)*[\w-]+\.py)\b")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
-DOTTED = re.compile(r"(?<![\w.])agent_eval(?:\.\w+)+")
+DOTTED = re.compile(r"(?<![\w.])agent_eval(?:\.\w+)+(?![\w.])")
+FILE_SUFFIXES = (".db", ".json", ".log", ".py", ".md", ".toml", ".yaml")
 LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\s#]+)(?:#[^)]*)?\)")
 
 
@@ -28,7 +29,8 @@ def _paths(text: str) -> list[str]:
 
 
 def _dotted_names(text: str) -> list[str]:
-    return sorted({name for span in CODE_SPAN.findall(text) for name in DOTTED.findall(span)})
+    names = {name for span in CODE_SPAN.findall(text) for name in DOTTED.findall(span)}
+    return sorted(name for name in names if not name.endswith(FILE_SUFFIXES))  # `agent_eval.db` is a file
 
 
 def _import_quietly(name: str) -> ModuleType | None:

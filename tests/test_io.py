@@ -305,7 +305,12 @@ def test_missing_paths(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({"criteria": {"x": 1}, "bogus": 2}, "field 'bogus': extra inputs are not permitted (got 2)"),
+        (
+            {"criteria": {"x": 1}, "bogus": 2},
+            "field 'bogus': unknown key 'bogus'; accepted keys: criteria, custom_metrics, judge, limits, regression, "
+            "user_simulator_config",
+        ),
+        ({"critera": {"x": 1}}, "field 'critera': unknown key 'critera' (did you mean 'criteria'?)"),
         (
             {"criteria": {"x": "high"}},
             "field 'criteria.x': expected a threshold (a number) or an object with 'threshold' and options, got 'high'",

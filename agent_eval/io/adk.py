@@ -19,10 +19,10 @@ from typing import Any
 from google.genai import types as genai_types
 from pydantic import ValidationError
 
-from agent_eval.errors import EvalInputError, from_validation_error
+from agent_eval.errors import EvalInputError
 from agent_eval.io.files import EVAL_FILE_SUFFIXES, read_json
 from agent_eval.io.tool_steps import calls_from_steps, shown
-from agent_eval.schema import EvalCase, EvalSet, IntermediateData, InvocationEvents
+from agent_eval.schema import EvalCase, EvalSet, IntermediateData, InvocationEvents, validation_input_error
 
 __all__ = ["eval_set_from_json", "legacy_rows_to_eval_set", "rust_to_adk_case"]
 
@@ -44,7 +44,7 @@ def eval_set_from_json(data: Any, path: Path, *, root: Path | None = None) -> Ev
     try:
         eval_set = EvalSet.model_validate(data)
     except ValidationError as error:
-        raise from_validation_error(error, file=path, data=data) from None
+        raise validation_input_error(error, EvalSet, file=path, data=data) from None
     check_unique_case_ids(eval_set, path)
     check_tool_call_names(eval_set, path)
     return eval_set
@@ -163,7 +163,7 @@ def _legacy_case(name: str, rows: Any, session: dict[str, Any] | None, path: Pat
     try:
         return EvalCase.model_validate(payload)
     except ValidationError as error:
-        raise from_validation_error(error, file=path, case=name) from None
+        raise validation_input_error(error, EvalCase, file=path, data=payload, case=name) from None
 
 
 def _legacy_invocation(row: Any, index: int, case: str, path: Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from agent_eval.errors import EvalInputError, from_validation_error
+from agent_eval.errors import EvalInputError
 from agent_eval.io.adk import eval_set_from_json, legacy_rows_to_eval_set
 from agent_eval.io.files import (
     DATASET_SUFFIXES,
@@ -19,7 +19,7 @@ from agent_eval.io.files import (
     split_case_selection,
 )
 from agent_eval.io.vertex import eval_set_from_rows, is_vertex_rows, read_csv_rows, read_jsonl_rows
-from agent_eval.schema import EvalConfig, EvalSet
+from agent_eval.schema import EvalConfig, EvalSet, validation_input_error
 
 __all__ = [
     "CONFIG_FILE_NAME",
@@ -126,7 +126,7 @@ def config_from_data(data: Any, source: str | Path) -> EvalConfig:
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as error:
-        raise from_validation_error(error, file=source, data=data) from None
+        raise validation_input_error(error, EvalConfig, file=source, data=data) from None
 
 
 def config_file_for(eval_file: str | Path, root: str | Path | None = None) -> Path | None:

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_eval.errors import EvalInputError, from_validation_error
+from agent_eval.errors import EvalInputError
 from agent_eval.io.files import read_text
 from agent_eval.io.tool_steps import calls_from_steps
-from agent_eval.schema import EvalCase, EvalSet
+from agent_eval.schema import EvalCase, EvalSet, validation_input_error
 
 __all__ = ["VERTEX_COLUMNS", "eval_set_from_rows", "is_vertex_rows", "read_csv_rows", "read_jsonl_rows"]
 
@@ -105,7 +105,7 @@ def _row_case(row: dict[str, Any], index: int, file: Path | str) -> EvalCase:
     try:
         return EvalCase.model_validate(payload)
     except ValidationError as error:
-        raise from_validation_error(error, file=file, case=eval_id) from None
+        raise validation_input_error(error, EvalCase, file=file, data=payload, case=eval_id) from None
 
 
 def _actual(row: dict[str, Any], user: dict[str, Any], eval_id: str, file: Path | str) -> dict[str, Any]:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError, alias_generators
+from pydantic import BaseModel, ConfigDict, ValidationError, alias_generators
 
 from agent_eval.errors import EvalInputError
-from agent_eval.schema import EvalMetric, EvalStatus, EvaluationResult, Invocation, PerInvocationResult
+from agent_eval.schema import (
+    EvalMetric,
+    EvalStatus,
+    EvaluationResult,
+    Invocation,
+    PerInvocationResult,
+    close_match,
+    model_key_spellings,
+)
 
 __all__ = [
     "COMMON_OPTIONS",
@@ -89,30 +96,20 @@ def model_option_keys(model: type[BaseModel]) -> frozenset[str]:
 
 def model_option_spellings(model: type[BaseModel]) -> frozenset[str]:
     """Every key that sets a field of `model`: its names, aliases (camelCase ones included) and alias choices."""
-    spellings: set[str] = set(model.model_fields)
-    for info in model.model_fields.values():
-        if info.alias:
-            spellings.add(info.alias)
-        if isinstance(info.validation_alias, str):
-            spellings.add(info.validation_alias)
-        elif isinstance(info.validation_alias, AliasChoices):
-            spellings.update(choice for choice in info.validation_alias.choices if isinstance(choice, str))
-    return frozenset(spellings)
+    return model_key_spellings(model)
 
 
 def unknown_option_message(key: str, accepted: Iterable[str]) -> str:
     """`unknown option 'algoritm' (did you mean 'algorithm'?); accepted options: algorithm, ...`.
 
-    The close match (difflib, on the snake_case spelling) is given in the key's own style: camelCase for a
-    camelCase key. The accepted options are listed sorted, snake_case (camelCase is accepted too).
+    The close match (`close_match`: difflib, on the snake_case spelling) is given in the key's own style:
+    camelCase for a camelCase key. The accepted options are listed sorted, snake_case (camelCase is accepted too).
     """
     names = sorted(set(accepted))
     shown = ", ".join(names) or "none"
-    snake = alias_generators.to_snake(key).lower()
-    close = difflib.get_close_matches(snake, names, n=1, cutoff=0.6)
-    if not close:
+    suggestion = close_match(key, names)
+    if suggestion is None:
         return f"unknown option {key!r}; accepted options: {shown}"
-    suggestion = alias_generators.to_camel(close[0]) if "_" not in key and key != key.lower() else close[0]
     return f"unknown option {key!r} (did you mean {suggestion!r}?); accepted options: {shown}"
 
 

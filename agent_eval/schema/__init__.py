@@ -8,8 +8,9 @@ snake_case and camelCase keys and writes snake_case. Contents, function calls an
 unchanged.
 
 The modules: `eval_sets` (eval sets, cases, invocations), `metrics` (criteria and metric results, as ADK's),
-`config` (the evaluation config and what it measures), `runs` (agent-eval's run records) and `base` (the base
-model and the content hash). Import every name from `agent_eval.schema` itself.
+`config` (the evaluation config and what it measures), `runs` (agent-eval's run records), `base` (the base
+model and the content hash) and `suggestions` (close matches for misspelled keys, in configs and eval files).
+Import every name from `agent_eval.schema` itself.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ from agent_eval.schema.metrics import (
     PerInvocationResult,
 )
 from agent_eval.schema.runs import SERVER_SESSION_KEY, AgentRun, CacheOrigin, ErrorKind, TokenUsage
+from agent_eval.schema.suggestions import (
+    close_match,
+    misspelled_key_message,
+    model_key_spellings,
+    validation_input_error,
+)
 
 __all__ = [
     "DEFAULT_CRITERIA",
@@ -93,10 +100,14 @@ __all__ = [
     "SessionInput",
     "TokenUsage",
     "ToolMock",
+    "close_match",
     "content_hash",
     "content_text",
     "judge_retry_expected",
     "judge_retry_valid",
+    "misspelled_key_message",
+    "model_key_spellings",
     "scoring_fingerprint",
     "tool_calls_of",
+    "validation_input_error",
 ]

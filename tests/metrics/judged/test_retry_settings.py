@@ -168,15 +168,15 @@ def test_configured_retry_applies_inside_its_block_only() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("attempts", "0", "AGENT_EVAL_JUDGE_RETRY_ATTEMPTS must be a whole number from 1 to 100, got '0'"),
-        ("attempts", "2.5", "AGENT_EVAL_JUDGE_RETRY_ATTEMPTS must be a whole number from 1 to 100, got '2.5'"),
+        ("attempts", "0", "AGENT_EVAL_JUDGE_RETRY_ATTEMPTS='0' is not valid: a whole number from 1 to 100"),
+        ("attempts", "2.5", "AGENT_EVAL_JUDGE_RETRY_ATTEMPTS='2.5' is not valid: a whole number from 1 to 100"),
         (
             "initial_delay",
             "soon",
-            "AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY must be a number of seconds from 0 to 3600, got 'soon'",
+            "AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY='soon' is not valid: a number of seconds from 0 to 3600",
         ),
-        ("max_delay", "-1", "AGENT_EVAL_JUDGE_RETRY_MAX_DELAY must be a number of seconds from 0 to 3600, got '-1'"),
-        ("max_delay", "nan", "AGENT_EVAL_JUDGE_RETRY_MAX_DELAY must be a number of seconds from 0 to 3600, got 'nan'"),
+        ("max_delay", "-1", "AGENT_EVAL_JUDGE_RETRY_MAX_DELAY='-1' is not valid: a number of seconds from 0 to 3600"),
+        ("max_delay", "nan", "AGENT_EVAL_JUDGE_RETRY_MAX_DELAY='nan' is not valid: a number of seconds from 0 to 3600"),
     ],
 )
 def test_bad_environment_values_fail_before_the_run_in_one_line(
@@ -207,7 +207,7 @@ def test_bad_environment_values_fail_before_the_run_in_one_line(
             {"retry_max_delay": 7200},
             "field 'judge.retry_max_delay': must be a number of seconds from 0 to 3600, got 7200",
         ),
-        ({"retry_delay": 1}, "field 'judge.retry_delay': extra inputs are not permitted (got 1)"),
+        ({"retry_delay": 1}, "field 'judge.retry_delay': unknown key 'retry_delay' (did you mean 'retry_max_delay'?)"),
     ],
 )
 def test_bad_config_values_fail_when_the_config_is_read(section: dict[str, Any], message: str) -> None:
