@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from agent_eval.runtime.progress import (
-    DEFAULT_INTERVAL_SECONDS,
     INTERVAL_ENV,
     CaseRunOutcome,
     Progress,
@@ -23,6 +22,7 @@ from agent_eval.runtime.progress import (
     install_progress,
     uninstall_progress,
 )
+from agent_eval.settings import DEFAULT_PROGRESS_INTERVAL_SECONDS
 from tests.flows.helpers import write_echo_set
 
 UI = "http://127.0.0.1:4200/runs/flow-run/0b1c"
@@ -254,10 +254,14 @@ def test_a_second_start_resets_the_counts() -> None:
     assert stream.getvalue().splitlines()[-1] == "agent-eval: run second · 3 case runs × 1 criteria"
 
 
-@pytest.mark.parametrize(("value", "expected"), [("0.25", 0.25), ("soon", DEFAULT_INTERVAL_SECONDS), ("-1", 10.0)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("0.25", 0.25), ("soon", DEFAULT_PROGRESS_INTERVAL_SECONDS), ("-1", 10.0)]
+)
 def test_interval_comes_from_the_environment_unless_given(
     monkeypatch: pytest.MonkeyPatch, value: str, expected: float
 ) -> None:
+    """A bad value installs the default (the CLI installs its sink before its checks, which then report the
+    variable in one line: tests/test_settings.py)."""
     monkeypatch.setenv(INTERVAL_ENV, value)
     assert install_progress(io.StringIO()).interval == expected
     assert install_progress(io.StringIO(), interval=2.5).interval == 2.5

@@ -219,6 +219,10 @@ def test_ci_and_the_opt_out_never_use_a_warm_process(monkeypatch: pytest.MonkeyP
     assert warm.warm_wanted()
     monkeypatch.setenv(warm.WARM_ENV, "0")
     assert not warm.warm_wanted()
+    monkeypatch.setenv(warm.WARM_ENV, "off")
+    assert not warm.warm_wanted()
+    monkeypatch.setenv(warm.WARM_ENV, "maybe")  # not valid: the run starts cold, whose checks report it
+    assert not warm.warm_wanted()
 
 
 SERVE_ONLY = "from agent_eval.runtime.warm.serving import serve; serve(lambda argv: 0, preload=())"
@@ -260,4 +264,6 @@ def test_the_idle_limit_is_minutes_from_the_environment_and_zero_means_never(
     assert idle() is None
     monkeypatch.setenv(warm.serving.IDLE_ENV, "soon")
     assert idle() == 3600
-    assert capsys.readouterr().out == "AGENT_EVAL_WARM_IDLE_MINUTES='soon' is no number of minutes: 60 used\n"
+    assert capsys.readouterr().out == (
+        "AGENT_EVAL_WARM_IDLE_MINUTES='soon' is not valid: a number of minutes; idle limit: the default 60 min\n"
+    )

@@ -39,13 +39,15 @@ user and session id as recorded).
 Fingerprint: the URL, plus the environment variable `AGENT_EVAL_AGENT_VERSION` when it is set. A remote agent's
 code cannot be hashed: answers reused across evaluations (only with `--reuse-answers`) are those of the same
 URL and version, so change the variable when the agent behind the URL changes.
+
+Both variables are read through `agent_eval.settings.settings()` when an adapter is made: a bad `AGENT_EVAL_*`
+value (e.g. `AGENT_EVAL_KEEP_SESSIONS=maybe`) raises `EvalInputError` there.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 from typing import Any
 
 import httpx
@@ -58,6 +60,7 @@ from agent_eval.agents.callable import to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.schema import SERVER_SESSION_KEY, AgentRun, EvalCase
+from agent_eval.settings import settings
 
 __all__ = [
     "ADK_API_SCHEMES",
@@ -68,7 +71,6 @@ __all__ = [
     "AdkApiAgent",
     "AgentHttpError",
     "HttpAgent",
-    "is_http_reference",
     "resolve_http_agent",
     "server_session_of",
 ]
@@ -99,13 +101,13 @@ def server_session_of(run: AgentRun) -> dict[str, Any] | None:
 
 
 def keep_sessions_from_environment() -> bool:
-    """Whether `$AGENT_EVAL_KEEP_SESSIONS` asks to keep the api_server sessions (`1`, `true`, `yes`, `on`)."""
-    return os.environ.get(KEEP_SESSIONS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+    """Whether `$AGENT_EVAL_KEEP_SESSIONS` asks to keep the api_server sessions (`1`, `true`, `yes`, `on`).
 
-
-def is_http_reference(reference: str) -> bool:
-    """Whether the reference names an HTTP agent (`http(s)://...` or `adk-api+http(s)://...`)."""
-    return reference.startswith(("http://", "https://", *ADK_API_SCHEMES))
+    Raises:
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. this one is no boolean
+            (`agent_eval.settings.settings`).
+    """
+    return settings().keep_sessions
 
 
 def resolve_http_agent(reference: str) -> TurnAgent:
@@ -140,7 +142,7 @@ class _HttpTurnAgent(TurnAgent):
     def __init__(self, reference: str, request_timeout: float) -> None:
         self._reference = reference
         self.request_timeout = request_timeout
-        version = os.environ.get(AGENT_VERSION_ENV, "")
+        version = settings().agent_version or ""
         self._fingerprint = hashlib.sha256(f"{reference}\n{version}".encode()).hexdigest()[:16]
 
     @property

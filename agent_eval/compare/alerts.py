@@ -13,7 +13,6 @@ when one of the same name exists, updated in place.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import httpx
 
 from agent_eval.compare.regression import RegressionReport
 from agent_eval.secrets import ENV_PREFIX, redact_url, register_secret, resolve_secret, shown_reference
+from agent_eval.settings import settings
 
 if TYPE_CHECKING:
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
@@ -128,6 +128,8 @@ def post_webhook(payload: dict[str, Any], url: str | None = None, *, timeout: fl
 
     Raises:
         SecretUnavailableError: `url` names a variable or block that gives nothing, or is a redacted literal.
+        EvalInputError: with no `url`, an `AGENT_EVAL_*` variable is not valid, e.g. `AGENT_EVAL_ALERT_WEBHOOK`
+            is no http(s) URL (`agent_eval.settings.settings`; the webhook is shown as `'***'`).
         httpx.HTTPError: the webhook could not be reached or answered with an error status, for the caller to
             record; its message may hold the URL: show it through `agent_eval.secrets.redact_text`.
     """
@@ -146,13 +148,18 @@ def webhook_reference(url: str | None) -> str:
 
 
 def _webhook_url(url: str | None) -> str | None:
-    """The URL to POST to, read from where the setting says (the default variable may be unset: no webhook)."""
+    """The URL to POST to, read from where the setting says (the default variable may be unset: no webhook).
+
+    Raises:
+        EvalInputError: with no `url`, an `AGENT_EVAL_*` variable is not valid (`agent_eval.settings.settings`).
+    """
     if url:
         return resolve_secret(url, field=_WEBHOOK_FIELD)
-    default = os.environ.get(ALERT_WEBHOOK_ENV)
-    if default:
-        register_secret(default)
-    return default or None
+    default = settings().alert_webhook
+    if default is None:
+        return None
+    register_secret(default.get_secret_value())
+    return default.get_secret_value()
 
 
 # ------------------------------------------------------------------------------------------- Prefect setup

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -49,6 +48,7 @@ from agent_eval.flows.invoke import ReusePolicy, case_run_outcome, current_flow_
 from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan, EvalRequest, prepare
 from agent_eval.runtime.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.settings import settings
 from agent_eval.store import CaseRecord, agent_run_of, case_run_outcomes, get_engine, load_case_records
 from agent_eval.tasks.limits import held_limits
 
@@ -224,19 +224,16 @@ def _stale_after() -> timedelta:
     """`$AGENT_EVAL_SHARD_STALE_SECONDS`, else `STALE_HEARTBEATS` periods of Prefect's flow run heartbeat.
 
     Raises:
-        EvalInputError: the variable is not a number above the heartbeat period.
+        EvalInputError: the variable is not a number above the heartbeat period, or an `AGENT_EVAL_*` variable
+            is not valid (`agent_eval.settings.settings`).
     """
     period = get_current_settings().flows.heartbeat_frequency or 180
-    given = os.environ.get(STALE_SECONDS_ENV)
-    if given is None:
+    seconds = settings().shard_stale_seconds
+    if seconds is None:
         return timedelta(seconds=STALE_HEARTBEATS * period)
-    try:
-        seconds = float(given)
-    except ValueError:
-        seconds = 0.0
     if seconds <= period:
         raise EvalInputError(
-            f"{STALE_SECONDS_ENV}={given!r} must be a number of seconds above the {period} s heartbeat"
+            f"{STALE_SECONDS_ENV}='{seconds:g}' is not valid: a number of seconds above the {period} s heartbeat"
         )
     return timedelta(seconds=seconds)
 

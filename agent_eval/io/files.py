@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import EvalInputError
+from agent_eval.settings import settings
 
 __all__ = [
     "DATASET_SUFFIXES",
@@ -25,7 +25,6 @@ __all__ = [
 EVAL_FILE_SUFFIXES = (".evalset.json", ".test.json")
 DATASET_SUFFIXES = (".jsonl", ".csv")
 MAX_INPUT_MB_ENV = "AGENT_EVAL_MAX_INPUT_MB"
-DEFAULT_MAX_INPUT_MB = 25.0
 
 
 def read_text(path: Path) -> str:
@@ -51,17 +50,13 @@ def read_text(path: Path) -> str:
 
 
 def max_input_mb() -> float:
-    """The largest input file accepted, in MB: `$AGENT_EVAL_MAX_INPUT_MB`, default 25."""
-    given = os.environ.get(MAX_INPUT_MB_ENV)
-    if not given:
-        return DEFAULT_MAX_INPUT_MB
-    try:
-        limit = float(given)
-    except ValueError:
-        limit = -1.0
-    if limit <= 0:
-        raise EvalInputError(f"{MAX_INPUT_MB_ENV}={given!r} is not a positive number of megabytes")
-    return limit
+    """The largest input file accepted, in MB: `$AGENT_EVAL_MAX_INPUT_MB`, default 25.
+
+    Raises:
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. this one is not a number above 0
+            (`agent_eval.settings.settings`).
+    """
+    return settings().max_input_mb
 
 
 def read_json(path: Path) -> Any:

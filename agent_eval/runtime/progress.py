@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
 
 __all__ = [
-    "DEFAULT_INTERVAL_SECONDS",
     "INTERVAL_ENV",
     "CaseRunOutcome",
     "Progress",
@@ -42,7 +40,6 @@ __all__ = [
 ]
 
 CaseRunOutcome = Literal["invoked", "cached", "failed"]
-DEFAULT_INTERVAL_SECONDS = 10.0
 INTERVAL_ENV = "AGENT_EVAL_PROGRESS_INTERVAL"
 _JOIN_SECONDS = 1.0
 _PREFIX = "agent-eval: "
@@ -112,7 +109,7 @@ class Progress:
         self,
         stream: TextIO | None = None,
         *,
-        interval: float = DEFAULT_INTERVAL_SECONDS,
+        interval: float,
         judge_stats: Callable[[], Mapping[str, int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         plain: bool = False,
@@ -327,11 +324,15 @@ def _format_seconds(seconds: float) -> str:
 
 
 def _interval_from_env() -> float:
-    """`AGENT_EVAL_PROGRESS_INTERVAL` in seconds if it is a positive number, else the default."""
-    with contextlib.suppress(ValueError):
-        if (value := float(os.environ.get(INTERVAL_ENV, ""))) > 0:
-            return value
-    return DEFAULT_INTERVAL_SECONDS
+    """`AGENT_EVAL_PROGRESS_INTERVAL` in seconds (`agent_eval.settings`). While an `AGENT_EVAL_*` variable is not
+    valid, the default: the CLI installs its sink before the checks that report the variable in one line."""
+    from agent_eval.errors import EvalInputError  # imported here: this module imports nothing (not pydantic)
+    from agent_eval.settings import DEFAULT_PROGRESS_INTERVAL_SECONDS, settings
+
+    try:
+        return settings().progress_interval
+    except EvalInputError:
+        return DEFAULT_PROGRESS_INTERVAL_SECONDS
 
 
 class _Installed:
@@ -358,7 +359,7 @@ def install_progress(
         stream: where to show it; default `sys.stderr`.
         enabled: False (the CLI's `-q`) shows only failed case runs' lines.
         interval: seconds between status lines when `stream` is not a TTY; default `AGENT_EVAL_PROGRESS_INTERVAL`
-            or 10.
+            (10 when unset).
         judge_stats: returns the judge's counters (`calls`, `cache_hits`), shown beside the criteria.
         plain: status lines even on a TTY (the CLI's `-v`, whose Prefect log lines would tear a bar).
 

@@ -9,6 +9,7 @@ from pydantic import AliasChoices, ConfigDict, Field, ValidationInfo, alias_gene
 
 from agent_eval.schema.base import EvalBaseModel, content_hash
 from agent_eval.schema.metrics import BaseCriterion, EvalMetric, MetricInfo
+from agent_eval.settings import JUDGE_RETRY_LIMITS  # the one copy of the ranges: Settings.judge_retry_* use it too
 
 __all__ = [
     "DEFAULT_CRITERIA",
@@ -51,15 +52,6 @@ class RegressionConfig(EvalBaseModel):
     confidence: float = Field(default=0.95, gt=0, lt=1)
     fail_on_regression: bool = False
     alert_webhook: str | None = None
-
-
-JUDGE_RETRY_LIMITS: dict[str, tuple[float, float]] = {
-    "attempts": (1, 100),
-    "initial_delay": (0, 3600),
-    "max_delay": (0, 3600),
-}
-"""The valid range of each judge retry setting (config `judge.retry_<name>`, env `AGENT_EVAL_JUDGE_RETRY_<NAME>`):
-attempts a whole number, delays in seconds."""
 
 
 def judge_retry_expected(name: str) -> str:

@@ -21,7 +21,7 @@ from sqlmodel import create_engine
 
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.secrets import redact_url_credentials
-from agent_eval.settings import home_dir
+from agent_eval.settings import settings
 from agent_eval.store.migrate import upgrade
 
 __all__ = ["DB_URL_ENV", "check_store", "default_db_url", "get_engine", "new_engine", "normalize_url", "shown_url"]
@@ -42,10 +42,13 @@ _UNREACHABLE_MARKERS = (
 
 
 def default_db_url() -> str:
-    """`$AGENT_EVAL_DB_URL`, else a SQLite file `agent_eval.db` in `$AGENT_EVAL_HOME` (default `~/.agent_eval`)."""
-    if os.environ.get(DB_URL_ENV):
-        return os.environ[DB_URL_ENV]
-    return f"sqlite:///{home_dir() / 'agent_eval.db'}"
+    """`$AGENT_EVAL_DB_URL`, else a SQLite file `agent_eval.db` in `$AGENT_EVAL_HOME` (default `~/.agent_eval`).
+
+    Raises:
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid (`agent_eval.settings.settings`).
+    """
+    current = settings()
+    return current.db_url or f"sqlite:///{current.home / 'agent_eval.db'}"
 
 
 def normalize_url(url: str) -> str:
@@ -75,7 +78,8 @@ def check_store(url: str | None = None) -> Engine | None:
 
     Raises:
         EvalInputError: the URL cannot be used (unknown scheme, malformed, a database or file that does not
-            exist, refused credentials): a user mistake, exit code 2.
+            exist, refused credentials), or with no `url` an `AGENT_EVAL_*` variable is not valid: a user
+            mistake, exit code 2.
         InfrastructureError: the database server could not be reached: exit code 4.
     """
     raw = url or default_db_url()

@@ -21,7 +21,6 @@ prefect-dask is an extra (`pip install 'agent-eval[dask]'`); it is imported only
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from agent_eval.agents import Agent
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.plan.eval_plan import CaseRunKey
 from agent_eval.schema import AgentRun, CacheOrigin
-from agent_eval.settings import DASK_ADDRESS_ENV
+from agent_eval.settings import settings
 from agent_eval.tasks import invoke_case_run, run_of_outcome
 
 if TYPE_CHECKING:
@@ -49,8 +48,12 @@ CONNECT_SECONDS = 10.0
 
 
 def dask_address(requested: str | None) -> str | None:
-    """The scheduler to invoke on: the request's, else `$AGENT_EVAL_DASK_ADDRESS`, else None (this process)."""
-    return requested or os.environ.get(DASK_ADDRESS_ENV) or None
+    """The scheduler to invoke on: the request's, else `$AGENT_EVAL_DASK_ADDRESS`, else None (this process).
+
+    Raises:
+        EvalInputError: with no `requested`, an `AGENT_EVAL_*` variable is not valid (`agent_eval.settings`).
+    """
+    return requested or settings().dask_address
 
 
 async def check_dask(address: str) -> None:

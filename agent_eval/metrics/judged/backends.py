@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from agent_eval.agents.google_env import vertex_enabled
 from agent_eval.metrics.judged.base import JudgeRequest
-from agent_eval.metrics.judged.credentials import GEMINI_BASE_URL_ENV, gemini_base_url
+from agent_eval.metrics.judged.credentials import gemini_base_url
 from agent_eval.metrics.judged.policy import LoopLocal
 from agent_eval.secrets import redact_text
 
@@ -122,7 +122,6 @@ _ENVIRONMENT = (
     "GOOGLE_CLOUD_LOCATION",
     "GOOGLE_GEMINI_BASE_URL",
     "GOOGLE_VERTEX_BASE_URL",
-    GEMINI_BASE_URL_ENV,
 )
 _SHARED_CLIENTS: LoopLocal[dict[tuple[str, ...], genai.Client]] = LoopLocal(dict)
 
@@ -131,7 +130,7 @@ def shared_genai_client() -> genai.Client:
     """The running loop's client for the current environment, shared by every judge made from it (so making
     a judge per metric or per sample opens no new connections)."""
     clients = _SHARED_CLIENTS.get()  # one loop runs in one thread: no lock needed for its dict
-    key = tuple(os.environ.get(name, "") for name in _ENVIRONMENT)
+    key = (*(os.environ.get(name, "") for name in _ENVIRONMENT), gemini_base_url() or "")
     client = clients.get(key)
     if client is None:
         client = clients[key] = genai_client_from_environment()

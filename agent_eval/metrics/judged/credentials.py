@@ -10,7 +10,9 @@ made before a run starts.
 
 `AGENT_EVAL_JUDGE_CONCURRENCY` caps judge calls in flight; `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
 `AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY` and `AGENT_EVAL_JUDGE_RETRY_MAX_DELAY` (seconds) set the retries
-(`agent_eval.metrics.judged.policy.retry_policy`). `check_judge_credentials` rejects bad values before a run.
+(`agent_eval.metrics.judged.policy.retry_policy`). Every `AGENT_EVAL_*` variable is read through
+`agent_eval.settings.settings()`, which rejects a bad value in one line; `check_judge_credentials` reads them
+before a run.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from urllib.parse import urlsplit
 
 from agent_eval.agents.google_env import has_google_credentials, vertex_enabled
 from agent_eval.errors import EvalInputError
-from agent_eval.schema import judge_retry_expected, judge_retry_valid
 from agent_eval.secrets import redact_url_credentials
+from agent_eval.settings import DEFAULT_JUDGE_CONCURRENCY, settings
 
 __all__ = [
     "BACKEND_ENV",
@@ -56,14 +58,13 @@ RETRY_ENV = {
     "max_delay": "AGENT_EVAL_JUDGE_RETRY_MAX_DELAY",
 }
 """The variables that set the judge's retries (a `RetryPolicy` field each; the config's `judge` section wins)."""
-DEFAULT_CONCURRENCY = 8
+DEFAULT_CONCURRENCY = DEFAULT_JUDGE_CONCURRENCY
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8000/v1"
 OPENAI_PREFIX = "openai:"
 JUDGE_CREDENTIALS_HELP = (
     "set GOOGLE_API_KEY (or GEMINI_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT "
     "and GOOGLE_CLOUD_LOCATION, or use an openai:<model> judge with OPENAI_BASE_URL"
 )
-_BACKEND_CHOICES = ("google", "openai")
 
 
 def judge_backend(model: str) -> BackendName:
@@ -71,12 +72,10 @@ def judge_backend(model: str) -> BackendName:
     else `vertex` or `gemini` as google-genai would choose from the environment.
 
     Raises:
-        EvalInputError: `AGENT_EVAL_JUDGE_BACKEND` is neither `google` nor `openai`.
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. `AGENT_EVAL_JUDGE_BACKEND` is neither
+            `google` nor `openai` (`agent_eval.settings.settings`).
     """
-    chosen = (os.environ.get(BACKEND_ENV) or "").strip().lower()
-    if chosen and chosen not in _BACKEND_CHOICES:
-        raise EvalInputError(f"{BACKEND_ENV}={chosen!r} is not a judge backend; use one of {_BACKEND_CHOICES}")
-    if model.startswith(OPENAI_PREFIX) or chosen == "openai":
+    if model.startswith(OPENAI_PREFIX) or settings().judge_backend == "openai":
         return "openai"
     return "vertex" if vertex_enabled() else "gemini"
 
@@ -101,35 +100,22 @@ def judge_concurrency() -> int:
     """The cap on judge calls in flight per event loop: `AGENT_EVAL_JUDGE_CONCURRENCY`, default 8.
 
     Raises:
-        EvalInputError: the variable is not a whole number of at least 1.
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. this one is not a whole number of at
+            least 1 (`agent_eval.settings.settings`).
     """
-    raw = (os.environ.get(CONCURRENCY_ENV) or "").strip()
-    if not raw:
-        return DEFAULT_CONCURRENCY
-    if not raw.isdigit() or int(raw) < 1:
-        raise EvalInputError(f"{CONCURRENCY_ENV} must be a whole number of at least 1, got {raw!r}")
-    return int(raw)
+    return settings().judge_concurrency
 
 
 def judge_retry_env() -> dict[str, float]:
     """The retry settings given in the environment (`RETRY_ENV`), by `RetryPolicy` field; unset ones are left out.
 
     Raises:
-        EvalInputError: a variable is not a number in its range (`agent_eval.schema.JUDGE_RETRY_LIMITS`).
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. one of these is not a number in its range
+            (`agent_eval.settings.JUDGE_RETRY_LIMITS`).
     """
-    settings: dict[str, float] = {}
-    for name, variable in RETRY_ENV.items():
-        raw = (os.environ.get(variable) or "").strip()
-        if not raw:
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
-            value = float("nan")
-        if not judge_retry_valid(name, value):
-            raise EvalInputError(f"{variable} must be {judge_retry_expected(name)}, got {raw!r}")
-        settings[name] = int(value) if name == "attempts" else value
-    return settings
+    current = settings()
+    given = {name: getattr(current, f"judge_retry_{name}") for name in RETRY_ENV}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def openai_model_name(model: str) -> str:
@@ -148,8 +134,12 @@ def openai_api_key() -> str | None:
 
 
 def gemini_base_url() -> str | None:
-    """`AGENT_EVAL_GEMINI_BASE_URL`: where google-genai sends judge calls instead of Google's endpoint."""
-    return (os.environ.get(GEMINI_BASE_URL_ENV) or "").strip() or None
+    """`AGENT_EVAL_GEMINI_BASE_URL`: where google-genai sends judge calls instead of Google's endpoint.
+
+    Raises:
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid (`agent_eval.settings.settings`).
+    """
+    return settings().gemini_base_url
 
 
 def _check_openai(model: str) -> None:

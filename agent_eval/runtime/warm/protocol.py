@@ -21,8 +21,9 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
+from agent_eval import settings as settings_package
 from agent_eval.runtime.background import in_ci
-from agent_eval.settings import home_dir
+from agent_eval.settings import home_dir, warm_allowed
 
 __all__ = [
     "STDIO",
@@ -39,7 +40,7 @@ __all__ = [
     "warm_wanted",
 ]
 
-WARM_ENV = "AGENT_EVAL_WARM"
+WARM_ENV = settings_package.WARM_ENV
 STDIO = (0, 1, 2)
 _SETTLED_ENV_PREFIXES = ("PREFECT_", "OTEL_", "ADK_", "GOOGLE_GENAI_", "GOOGLE_CLOUD_", "PYTHON", "LANG", "LC_")
 _HEADER = struct.Struct("!I")
@@ -57,10 +58,10 @@ def mark_warm_child() -> None:
 
 
 def warm_wanted() -> bool:
-    """Whether runs may use (and start) a warm process: not in CI, not with `AGENT_EVAL_WARM=0`."""
-    if os.environ.get(WARM_ENV, "").strip().lower() in ("0", "false", "no"):
-        return False
-    return not in_ci()
+    """Whether runs may use (and start) a warm process: not in CI, not with `AGENT_EVAL_WARM=0` (or `false`,
+    `no`, `off`); a value that is no yes/no word runs the command in its own process, whose checks report it in
+    one line. Read without pydantic: the client asks before anything is imported."""
+    return warm_allowed() and not in_ci()
 
 
 def code_fingerprint() -> list[Any]:

@@ -93,5 +93,5 @@ def test_invalid_cap_is_rejected_when_the_judge_is_made(
     fake_gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
     monkeypatch.setenv("AGENT_EVAL_JUDGE_CONCURRENCY", value)
-    with pytest.raises(EvalInputError, match=f"AGENT_EVAL_JUDGE_CONCURRENCY must be .* got {value!r}"):
+    with pytest.raises(EvalInputError, match=f"^AGENT_EVAL_JUDGE_CONCURRENCY={value!r} is not valid: a whole number"):
         new_judge(fake_gemini)
