@@ -20,7 +20,8 @@ from agent_eval.results.model import RunReport
 from agent_eval.runtime.server import flow_server
 from agent_eval.schema import EvalConfig
 from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS, home_dir
-from agent_eval.store import check_store
+from agent_eval.store import check_store, default_db_url, shown_url
+from agent_eval.store.queries import RunNotFoundError, resolve_run_id
 
 __all__ = ["aevaluate", "arerun", "arescore", "evaluate", "rerun", "rescore", "run_sync"]
 
@@ -69,7 +70,8 @@ def evaluate(
             None: every evaluation invokes the agent (retries and resumes of this one still reuse its answers).
         turn_timeout_seconds: seconds one agent turn may take before it is interrupted (and retried).
         tags: labels stored with the run.
-        baseline_run_id: compare with this run (default: the latest comparable completed run).
+        baseline_run_id: compare with this run, or the run whose id starts with this prefix of at least 6
+            characters (default: the latest comparable completed run).
         shards: split the invocations into this many flow runs of the shard deployment on its work pool
             (`agent_eval.flows.shard`); 1 invokes in this process.
         concurrency_limits: Prefect global concurrency limits of which every invocation holds one slot.
@@ -82,10 +84,11 @@ def evaluate(
         The run report (also persisted in the store).
 
     Raises:
-        EvalInputError: bad input (files, config, agent reference, store URL), found before anything runs.
+        EvalInputError: bad input (files, config, agent reference, store URL, an unknown, ambiguous or too short
+            baseline run id), found before anything runs.
         InfrastructureError: the store or the agent's server cannot be reached; nothing is run or stored.
     """
-    request = _eval_request(**_arguments(locals()))
+    request = _with_stored_baseline(_eval_request(**_arguments(locals())))
     return run_sync(_evaluate_plan(request, _checked_plan(request)))
 
 
@@ -113,7 +116,7 @@ async def aevaluate(
 
     Arguments, result and errors as `evaluate`.
     """
-    request = _eval_request(**_arguments(locals()))
+    request = _with_stored_baseline(_eval_request(**_arguments(locals())))
     return await _evaluate_plan(request, _checked_plan(request))
 
 
@@ -127,10 +130,11 @@ def rerun(
 ) -> RunReport:
     """Evaluate a stored run's cases again (all, or with `only_failed` those without a passing result: failed,
     not evaluated, or never run) with the same agent and config, through the `agent-eval-rerun` flow; the
-    answers that run got (its own or those it reused) come from the cache unless `refresh`.
+    answers that run got (its own or those it reused) come from the cache unless `refresh`. `run_id` may be a
+    unique prefix of at least 6 characters of the run's id.
 
     Raises:
-        EvalInputError: no such run, or nothing to run again.
+        EvalInputError: no such run (or an ambiguous or too short prefix), or nothing to run again.
     """
     return run_sync(
         arerun(run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url)
@@ -146,9 +150,12 @@ async def arerun(
     db_url: str | None = None,
 ) -> RunReport:
     """`rerun` for async code (arguments, result and errors as `rerun`)."""
-    check_store(db_url)
     request = RerunRequest(
-        run_id=run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url
+        run_id=_stored_run_id(run_id, db_url),
+        only_failed=only_failed,
+        refresh=refresh,
+        max_concurrency=max_concurrency,
+        db_url=db_url,
     )
     plan = await plan_rerun(request).checked_agent()
     from agent_eval.flows import rerun_flow
@@ -162,10 +169,11 @@ def rescore(
     run_id: str, config: str | Path | EvalConfig | dict[str, Any] | None = None, *, db_url: str | None = None
 ) -> RunReport:
     """Score a stored run's recorded invocations with `config` (default: its own) through the
-    `agent-eval-rescore` flow, without invoking the agent; stored as a new run linked to the source.
+    `agent-eval-rescore` flow, without invoking the agent; stored as a new run linked to the source. `run_id`
+    may be a unique prefix of at least 6 characters of the run's id.
 
     Raises:
-        EvalInputError: no such run, or a bad config.
+        EvalInputError: no such run (or an ambiguous or too short prefix), or a bad config.
     """
     return run_sync(arescore(run_id, config, db_url=db_url))
 
@@ -174,8 +182,7 @@ async def arescore(
     run_id: str, config: str | Path | EvalConfig | dict[str, Any] | None = None, *, db_url: str | None = None
 ) -> RunReport:
     """`rescore` for async code (arguments, result and errors as `rescore`)."""
-    check_store(db_url)
-    request = RescoreRequest(run_id=run_id, config=_config(config), db_url=db_url)
+    request = RescoreRequest(run_id=_stored_run_id(run_id, db_url), config=_config(config), db_url=db_url)
     plan = plan_rescore(request)
     from agent_eval.flows import rescore_flow
 
@@ -193,6 +200,27 @@ def run_sync(call: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(call)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-eval") as pool:
         return pool.submit(asyncio.run, call).result()
+
+
+def _stored_run_id(run_id: str, db_url: str | None) -> str:
+    """The full id of the stored run that `run_id` names (`resolve_run_id`: the id, or a unique prefix of it),
+    the store checked first; a store not created yet has no run (and is not created).
+
+    Raises:
+        EvalInputError: no such run (`RunNotFoundError`), an ambiguous or too short prefix, a bad store URL.
+        InfrastructureError: the store cannot be reached.
+    """
+    engine = check_store(db_url)
+    if engine is None:
+        raise RunNotFoundError(run_id, shown_url(db_url or default_db_url()))
+    return resolve_run_id(run_id, engine)
+
+
+def _with_stored_baseline(request: EvalRequest) -> EvalRequest:
+    """The request with the full id of its pinned baseline run, if any (`_stored_run_id`)."""
+    if request.baseline_run_id is None:
+        return request
+    return request.model_copy(update={"baseline_run_id": _stored_run_id(request.baseline_run_id, request.db_url)})
 
 
 def _arguments(scope: dict[str, Any]) -> dict[str, Any]:

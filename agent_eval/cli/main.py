@@ -5,13 +5,18 @@ Internal: the interface is the `agent-eval` command; this module's names may cha
 Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `rescore RUN_ID` (its
 invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
 failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`, `server
-start|stop|status` (the local Prefect server that runs reuse, `agent_eval.runtime.server`).
+start|stop|status` (the local Prefect server that runs reuse, `agent_eval.runtime.server`). A RUN_ID (and
+`run --baseline`) is a whole run id or a unique prefix of one, at least 6 characters, as git takes commits
+(`agent_eval.store.queries.resolve_run_id`). `history` fits its table into the terminal's width when stdout is a
+terminal, and prints every column with whole ids to a pipe or file, or with `--wide`.
 
 Exit codes (one table for every command, `agent_eval.errors`): 0 every case passed (or the command did what
 it was asked), 1 a case failed or a criterion scored no case run, 2 usage / input / config error (a bad file,
 option, agent reference, store URL or run id: one line, nothing run or written), 3 a regression against the
 baseline run, 4 infrastructure: the store, the agent's server or the judge could not be reached (an outage
-run is stored `errored`), 130 stopped by SIGINT / SIGTERM (the run is stored `cancelled`).
+run is stored `errored`), 130 stopped by SIGINT / SIGTERM (the run is stored `cancelled`), 141 the reader of
+the output went away (`agent-eval history | head -1`): the command ends quietly, nothing on stderr, as a Unix
+tool ended by SIGPIPE does (128 + 13; a run is stored before its summary is printed).
 
 Prefect's own console output is silenced unless `--verbose`: a failed case run is one line on stderr (its
 traceback is kept in the store; `-v` prints it). With no `PREFECT_API_URL` the flow runs on a local Prefect
@@ -24,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -42,6 +49,7 @@ from agent_eval.errors import (
     EvalInputError,
     InfrastructureError,
 )
+from agent_eval.settings import settings
 
 if TYPE_CHECKING:
     from agent_eval.results.model import RunReport
@@ -117,21 +125,31 @@ def rescore_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     """`agent-eval report RUN_ID -o report.html`: the stored run's HTML report with its eval sets' trend."""
-    from agent_eval.compare.run_history import history_points, show
+    from agent_eval.compare.run_history import show
+
+    _write_report_files(show(args.run_id, db_url=args.db_url), args)
+    return EXIT_OK
+
+
+def _write_report_files(report: RunReport, args: argparse.Namespace) -> None:
+    """`--html` (with the trend of the run's eval sets from the store) and `--junit`, as both `report` and the
+    evaluating commands write them, then one line on stdout: `Wrote /abs/report.html and /abs/junit.xml`."""
+    from agent_eval.compare.run_history import history_points
     from agent_eval.render import write_html, write_junit
 
-    report = show(args.run_id, db_url=args.db_url)
-    write_html(report, args.html, history_points(report, db_url=args.db_url))
+    written: list[Path] = []
+    if args.html:
+        written.append(write_html(report, args.html, history_points(report, db_url=args.db_url)))
     if args.junit:
-        write_junit(report, args.junit)
-    print(f"Wrote {args.html}" + (f" and {args.junit}" if args.junit else ""))
-    return EXIT_OK
+        written.append(write_junit(report, args.junit))
+    if written:
+        print("Wrote " + " and ".join(str(path.absolute()) for path in written))
 
 
 def _finish(report: RunReport, args: argparse.Namespace) -> int:
     """Print the summary (and the comparison with the baseline), write the asked outputs, and exit: 4 for an
     outage, 3 on a regression, 1 when a case failed or a criterion scored nothing, 0 otherwise."""
-    from agent_eval.render import format_summary, write_html, write_junit, write_outputs
+    from agent_eval.render import format_summary, write_outputs
 
     print(format_summary(report))  # its last lines are the regression check against the baseline
     if args.verbose:
@@ -140,10 +158,7 @@ def _finish(report: RunReport, args: argparse.Namespace) -> int:
         whole = _with_invocations(report, args.db_url)
         if args.output_dir:
             print(f"Wrote {len(write_outputs(whole, args.output_dir))} files to {args.output_dir}")
-        if args.junit:
-            write_junit(whole, args.junit)
-        if args.html:
-            write_html(whole, args.html)
+        _write_report_files(whole, args)
     return _exit_code(report)
 
 
@@ -180,12 +195,22 @@ def _print_tracebacks(report: RunReport) -> None:
 
 
 def history_command(args: argparse.Namespace) -> int:
-    """`agent-eval history`: one line (or JSON object) per stored run, newest first."""
+    """`agent-eval history`: one line (or JSON object) per stored run, newest first, fitted into the terminal's
+    width (`_history_width`)."""
     from agent_eval.compare.run_history import format_history, history, history_json
 
     frame = history(eval_set=args.eval_set, agent=args.agent, limit=args.limit, db_url=args.db_url)
-    print(history_json(frame) if args.json else format_history(frame))
+    print(history_json(frame) if args.json else format_history(frame, _history_width(args.wide)))
     return EXIT_OK
+
+
+def _history_width(wide: bool) -> int | None:
+    """The width `history` fits its table into: the terminal's (`shutil.get_terminal_size`, which `$COLUMNS`
+    overrides) when stdout is a terminal; None (every column, whole ids) with `--wide` or when stdout is not a
+    terminal, so that a pipe, `grep` or a file gets everything."""
+    if wide or not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 def show_command(args: argparse.Namespace) -> int:
@@ -197,7 +222,7 @@ def show_command(args: argparse.Namespace) -> int:
     if args.json:
         print(report.to_json())
         return EXIT_OK
-    status = run_info(args.run_id, db_url=args.db_url).status
+    status = run_info(report.run_id, db_url=args.db_url).status
     if status != "completed":
         print(f"Status: {status} ({len(report.cases)} case runs recorded)")
     print(format_summary(report))
@@ -233,8 +258,48 @@ STORE_COMMANDS = frozenset(COMMANDS) - {"server", "import-sessions"}
 EVALUATING_COMMANDS = frozenset({"run", "rerun", "rescore"})
 
 
+EXIT_CLOSED_PIPE = 128 + signal.SIGPIPE
+"""141: the reader of the output went away (`agent-eval history | head -1`); what a Unix tool's shell reports
+when SIGPIPE ends it, so that `set -o pipefail` sees the output was cut short."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `agent-eval` console script; returns the exit code (see the module docstring)."""
+    """Entry point of the `agent-eval` console script; returns the exit code (see the module docstring).
+
+    A reader of stdout or stderr that goes away (`| head`) ends the command quietly, with `EXIT_CLOSED_PIPE`:
+    that stream is pointed at /dev/null (Python's recipe for `BrokenPipeError`), so nothing written later, by
+    the interpreter's exit or a warm child's (`agent_eval.runtime.warm`), fails either. stdout is flushed
+    here, not at the interpreter's exit, for that reason.
+    """
+    try:
+        try:
+            return _command(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        gone = _readers_gone()
+        if not gone:
+            raise  # a pipe or socket other than the output (with -v: its traceback)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in gone:
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        return EXIT_CLOSED_PIPE
+
+
+def _readers_gone() -> list[int]:
+    """The file descriptors among stdout and stderr that are pipes (or terminals, sockets) nobody reads any more;
+    without `poll` (Windows), stdout."""
+    if not hasattr(select, "poll"):
+        return [1]
+    poller = select.poll()
+    for fd in (1, 2):  # a warm child's are its client's (`agent_eval.runtime.warm`)
+        poller.register(fd, select.POLLOUT)
+    return [fd for fd, events in poller.poll(0) if events & (select.POLLERR | select.POLLHUP)]
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    """`main` until the output is flushed: parse, check, run the command here or in the warm process."""
     args = build_parser().parse_args(argv)
     verbose = getattr(args, "verbose", False)
     _quiet_prefect(verbose)
@@ -250,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         install_signal_handlers()
         _show_progress(args)
     try:
+        settings()  # a bad AGENT_EVAL_* value: one line naming it, before the store, the server or the agent
         if args.command in STORE_COMMANDS:
             _open_store(args.db_url)
         if args.command in EVALUATING_COMMANDS:
@@ -263,8 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InfrastructureError as error:
         return _error_line(str(error), EXIT_INFRASTRUCTURE)
     except Exception as error:
-        if verbose:
-            raise
+        if verbose or (isinstance(error, BrokenPipeError) and _readers_gone()):
+            raise  # a closed output ends the command quietly (`main`)
         return _error_line(
             f"{type(error).__name__}: {error} (run again with -v for the traceback)", EXIT_INFRASTRUCTURE
         )

@@ -18,6 +18,7 @@ from agent_eval.settings import DASK_ADDRESS_ENV, DEFAULT_MAX_CONCURRENCY, DEFAU
 __all__ = ["build_parser"]
 
 _DB_URL_HELP = "store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)"
+_RUN_ID_HELP = "a run id from `agent-eval history`, or a unique prefix of it (at least 6 characters)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +64,9 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
     run.add_argument("--config", help="ADK test_config.json (default: the one beside the eval files)")
     run.add_argument("--db-url", help=_DB_URL_HELP)
     run.add_argument("--tag", action="append", default=[], help="a label stored with the run (repeatable)")
-    run.add_argument("--baseline", help="compare with this run id (default: the latest comparable run)")
+    run.add_argument(
+        "--baseline", help="compare with this run id or unique prefix of one (default: the latest comparable run)"
+    )
 
 
 def _add_run_execution(run: argparse.ArgumentParser) -> None:
@@ -133,14 +136,14 @@ def _add_output_arguments(command: argparse.ArgumentParser) -> None:
 def _add_stored_run_parsers(commands: Any) -> None:
     """`rerun`, `rescore` and `report`: act on a stored run."""
     rerun = commands.add_parser("rerun", help="evaluate a stored run's cases again (same agent and config)")
-    rerun.add_argument("run_id", help="a run id from `agent-eval history`")
+    rerun.add_argument("run_id", help=_RUN_ID_HELP)
     rerun.add_argument("--only-failed", action="store_true", help="only the cases that failed or errored")
     rerun.add_argument("--refresh", action="store_true", help="invoke the agent even when cached")
     rescore = commands.add_parser("rescore", help="score a stored run's invocations with a new config")
-    rescore.add_argument("run_id", help="a run id from `agent-eval history`")
+    rescore.add_argument("run_id", help=_RUN_ID_HELP)
     rescore.add_argument("--config", help="ADK test_config.json (default: the run's own config)")
     report = commands.add_parser("report", help="write a stored run's HTML report (and JUnit XML)")
-    report.add_argument("run_id", help="a run id from `agent-eval history`")
+    report.add_argument("run_id", help=_RUN_ID_HELP)
     report.add_argument("-o", "--output", dest="html", required=True, help="the HTML file to write")
     report.add_argument("--junit", help="also write JUnit XML to this file")
     for command in (rerun, rescore):
@@ -158,11 +161,17 @@ def _add_history_parsers(commands: Any) -> None:
     history.add_argument("--eval-set", help="only runs that evaluated this eval set id")
     history.add_argument("--agent", help="only runs of this agent reference")
     history.add_argument("--limit", type=positive, default=20, help="at most N runs (default 20)")
+    history.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column and whole run ids even on a terminal (by default a terminal gets the columns that fit "
+        "its width, short ids; a pipe or file always gets everything)",
+    )
     show = commands.add_parser("show", help="the summary and failures of one stored run")
-    show.add_argument("run_id", help="a run id from `agent-eval history`")
+    show.add_argument("run_id", help=_RUN_ID_HELP)
     compare = commands.add_parser("compare", help="compare run B with run A: metric means, changed cases")
-    compare.add_argument("run_a", help="the baseline run id")
-    compare.add_argument("run_b", help="the run id to compare with it")
+    compare.add_argument("run_a", help="the baseline run id (or a unique prefix of it, at least 6 characters)")
+    compare.add_argument("run_b", help="the run id to compare with it (or a unique prefix)")
     for command in (history, show, compare):
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
         command.add_argument("--db-url", help=_DB_URL_HELP)

@@ -56,6 +56,10 @@ Recorded traffic (every case of both runs read from recorded spans or sessions)
     with the same tolerance and interval rule; no case flips, nothing is added or removed, and a note gives
     both pass rates.
 
+A subset of the baseline (`subset=True`: a `rerun --only-failed` compared with the run it came from)
+    Only the baseline's case runs that the current run has (same eval set, case and run index) are compared:
+    the cases it did not run again are not `removed`, and no metric's mean takes them in. A note says so.
+
 Verdict
     `RegressionReport.regressed` = any metric regressed OR any case is a hard regression. With no comparable
     baseline there is no comparison: `no_baseline_payload` says why, and nothing regressed.
@@ -132,6 +136,7 @@ def compare_runs(
     resamples: int = 2000,
     seed: int = 0,
     baseline_reason: str | None = None,
+    subset: bool = False,
 ) -> RegressionReport:
     """Compare a current run with a baseline run, metric by metric and case by case (rules in the module docstring).
 
@@ -144,6 +149,7 @@ def compare_runs(
         resamples: the number of bootstrap resamples.
         seed: the seed of the bootstrap's random generator; the same seed gives the same report.
         baseline_reason: why this baseline (e.g. "pinned with --baseline"), shown first in the summary.
+        subset: the current run evaluated a subset of the baseline's case runs: compare on those only.
 
     Raises:
         ValueError: a confidence outside (0, 1), fewer than one resample, or a negative tolerance.
@@ -151,6 +157,7 @@ def compare_runs(
     check_confidence(confidence)
     check_resamples(resamples)
     check_tolerance(tolerance)
+    baseline, subset_notes = _case_runs_of(current, baseline) if subset else (baseline, [])
     alike = _alike(baseline, current)
     baseline_runs, current_runs = runs_by_case(alike.keep(baseline.cases)), runs_by_case(alike.keep(current.cases))
     settings = _Settings(tolerance, confidence, resamples, seed)
@@ -171,8 +178,17 @@ def compare_runs(
         removed=[_ref(key) for key in baseline_runs if key not in current_runs],
         baseline_pass_at_k=mean_pass_at_k(case.baseline_pass_at_k for case in cases),
         pass_at_k=mean_pass_at_k(case.pass_at_k for case in cases),
-        notes=alike.notes + _notes(baseline, current, shared),
+        notes=subset_notes + alike.notes + _notes(baseline, current, shared),
     )
+
+
+def _case_runs_of(current: RunReport, baseline: RunReport) -> tuple[RunReport, list[str]]:
+    """The baseline with only the case runs that the current run has (by eval set, case and run index), and the
+    note that says so."""
+    ran = {(case.eval_set_id, case.eval_id, case.run_index) for case in current.cases}
+    kept = [case for case in baseline.cases if (case.eval_set_id, case.eval_id, case.run_index) in ran]
+    note = f"a subset of the baseline: compared on the {len(kept)} of its {len(baseline.cases)} case runs this run has"
+    return baseline.model_copy(update={"cases": kept}), [note]
 
 
 # ------------------------------------------------------------------------------------------- like with like

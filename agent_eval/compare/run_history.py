@@ -5,8 +5,9 @@
     >>> show(run_id).failed_cases()                             # the RunReport, as the flow returned it
     >>> compare(old_id, new_id).cases                           # per shared case run: what changed
 
-Each function takes `db_url` (default `$AGENT_EVAL_DB_URL` or the SQLite file) and raises
-`RunNotFoundError` for an unknown run id.
+Each function takes `db_url` (default `$AGENT_EVAL_DB_URL` or the SQLite file), and a run id or a unique prefix of
+at least 6 characters of one (`agent_eval.store.queries.resolve_run_id`); it raises `RunNotFoundError` for an
+unknown run id, `EvalInputError` for an ambiguous or too short prefix.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeAlias
 
+from agent_eval.compare.history_table import format_history
 from agent_eval.render.html_charts import HistoryPoint
 from agent_eval.render.verdict import regression_verdict
 from agent_eval.results.model import RunReport
@@ -33,6 +35,7 @@ from agent_eval.store import (
     load_report,
     metric_means,
 )
+from agent_eval.store.queries import resolve_run_id, subset_runs
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -66,6 +69,8 @@ HISTORY_COLUMNS = [
     "regression",
     "baseline_run_id",
     "regressed",
+    "source_run_id",
+    "source",
     "tags",
     "git_commit",
     "deployment_name",
@@ -76,7 +81,9 @@ HISTORY_COLUMNS = [
 `pass_rate` is over the evaluated case runs (`results.aggregate`), `not_evaluated` counts the others; `pass_at_k`
 (`{"1": ..., "2": ...}`, mean over cases) and `flaky_cases` (how many cases both passed and failed) come from
 the run's summary when cases ran more than once (else `{}` and 0); `regression` is the verdict against the
-baseline (`regressed vs RUN`, `ok vs RUN`, `no comparable baseline`, or None when the run was not compared).
+baseline (`regressed vs RUN`, `ok vs RUN`, `no comparable baseline`, or None when the run was not compared);
+`source` says how a run made from another one (`source_run_id`) came from it: `rerun`, `subset rerun` (of some of
+its cases, `agent_eval.store.queries.subset_runs`) or `rescore` (None for any other run).
 """
 
 DataFrame: TypeAlias = Any
@@ -144,7 +151,8 @@ def history(
     engine = get_engine(db_url)
     runs = list_runs(engine, limit, eval_set_id=eval_set, agent_reference=agent)
     means = metric_means([run.id for run in runs], engine)
-    rows = [_history_row(run, means.get(run.id, {})) for run in runs]
+    subsets = subset_runs(runs, engine)
+    rows = [_history_row(run, means.get(run.id, {}), run.id in subsets) for run in runs]
     names = sorted({name for run_means in means.values() for name in run_means})
     return _pandas().DataFrame(rows, columns=[*HISTORY_COLUMNS, *(f"{name}/mean" for name in names)])
 
@@ -167,17 +175,20 @@ def history_points(report: RunReport, *, limit: int = 30, db_url: str | None = N
 
 def show(run_id: str, *, db_url: str | None = None) -> RunReport:
     """The `RunReport` of a stored run (see `agent_eval.store.load_report`)."""
-    return load_report(run_id, get_engine(db_url))
+    engine = get_engine(db_url)
+    return load_report(resolve_run_id(run_id, engine), engine)
 
 
 def run_info(run_id: str, *, db_url: str | None = None) -> RunRead:
     """The stored run row: status, provenance (git commit, deployment, tags), timestamps, totals."""
-    return get_run(run_id, get_engine(db_url))
+    engine = get_engine(db_url)
+    return get_run(resolve_run_id(run_id, engine), engine)
 
 
 def compare(run_a: str, run_b: str, *, db_url: str | None = None) -> Comparison:
     """Compare run B with run A: per-metric means and, on the case runs they share, what changed."""
     engine = get_engine(db_url)
+    run_a, run_b = resolve_run_id(run_a, engine), resolve_run_id(run_b, engine)
     first, second = get_run(run_a, engine), get_run(run_b, engine)
     means = metric_means([run_a, run_b], engine)
     hashes_a, hashes_b = eval_set_hashes(run_a, engine), eval_set_hashes(run_b, engine)
@@ -192,11 +203,12 @@ def compare(run_a: str, run_b: str, *, db_url: str | None = None) -> Comparison:
     )
 
 
-def _history_row(run: RunRead, means: dict[str, float]) -> dict[str, Any]:
+def _history_row(run: RunRead, means: dict[str, float], subset: bool) -> dict[str, Any]:
     row: dict[str, Any] = {name: getattr(run, name, None) for name in HISTORY_COLUMNS}
     summary = run.summary or {}
     row.update(
         run_id=run.id,
+        source=_source_kind(run, subset),
         not_evaluated=run.total - run.passed - run.failed,
         pass_at_k={str(k): value for k, value in (summary.get("pass_at_k") or {}).items()},
         flaky_cases=len(summary.get("flaky_cases") or []),
@@ -204,6 +216,14 @@ def _history_row(run: RunRead, means: dict[str, float]) -> dict[str, Any]:
     )
     row.update({f"{name}/mean": mean for name, mean in means.items()})
     return row
+
+
+def _source_kind(run: RunRead, subset: bool) -> str | None:
+    """`rerun`, `subset rerun` or `rescore` (told by the tag the flow gives it) for a run made from another."""
+    if run.source_run_id is None:
+        return None
+    kind = "rescore" if "rescore" in run.tags else "rerun"
+    return f"subset {kind}" if subset else kind
 
 
 def _metric_deltas(means_a: dict[str, float], means_b: dict[str, float]) -> DataFrame:
@@ -278,60 +298,6 @@ def _json_value(value: Any) -> Any:
 def history_json(frame: DataFrame) -> str:
     """`history()` as an indented JSON list of runs."""
     return json.dumps(_records(frame), indent=2, ensure_ascii=False)
-
-
-def format_history(frame: DataFrame) -> str:
-    """One line per run: id, start, status, pass rate (passed/evaluated, the not-evaluated count after it; `-`
-    until completed), pass@k (the highest k) and flaky cases, the regression verdict, agent, eval sets, metric
-    means. `-` where a run has no value."""
-    if frame.empty:
-        return "No runs."
-    means = [c for c in frame.columns if c.endswith("/mean")]
-    rows = frame.to_dict(orient="records")
-    cells = [(_rate_cell(row), _pass_at_k_cell(row), _text_cell(row.get("regression"))) for row in rows]
-    titles = (f"{'PASS RATE':>{_RATE_WIDTH}}", "PASS@K", "REGRESSION")
-    widths = [max(len(title), *(len(cell[i]) for cell in cells)) for i, title in enumerate(titles)]
-    lines = [
-        f"{'RUN':<32}  {'STARTED (UTC)':<19}  {'STATUS':<9}  "
-        + "  ".join(f"{title:<{width}}" for title, width in zip(titles, widths, strict=True))
-        + "  AGENT  EVAL SETS  MEANS"
-    ]
-    for row, row_cells in zip(rows, cells, strict=True):
-        scores = " ".join(f"{c.removesuffix('/mean')}={row[c]:.3f}" for c in means if not _missing(row[c]))
-        lines.append(
-            f"{row['run_id']:<32}  {row['started_at']:%Y-%m-%d %H:%M:%S}  {row['status']:<9}  "
-            + "  ".join(f"{cell:<{width}}" for cell, width in zip(row_cells, widths, strict=True))
-            + f"  {row['agent_reference']}  {','.join(row['eval_set_ids'])}  {scores}".rstrip()
-        )
-    return "\n".join(lines)
-
-
-_RATE_WIDTH = 16
-
-
-def _rate_cell(row: dict[str, Any]) -> str:
-    """`50.0% (1/2)`, `+1 not evaluated` after it when some case run was not; `-` for a run not completed."""
-    if row["status"] != "completed":
-        return f"{'-':>{_RATE_WIDTH}}"
-    evaluated = row["passed"] + row["failed"]
-    rate = row["passed"] / evaluated if evaluated else 0.0
-    cell = f"{rate:.1%} ({row['passed']}/{evaluated})"
-    not_evaluated = row.get("not_evaluated") or 0
-    return f"{cell:>{_RATE_WIDTH}}" + (f" +{not_evaluated} not evaluated" if not_evaluated else "")
-
-
-def _text_cell(value: Any) -> str:
-    return "-" if _missing(value) else str(value)
-
-
-def _pass_at_k_cell(row: dict[str, Any]) -> str:
-    """`pass@3 0.950, 1 flaky` (the highest k), or `-` when cases ran once."""
-    values = row.get("pass_at_k")
-    if not isinstance(values, dict) or not values:
-        return "-"
-    k = max(values, key=int)
-    flaky = row.get("flaky_cases") or 0
-    return f"pass@{k} {values[k]:.3f}" + (f", {flaky} flaky" if flaky else "")
 
 
 def format_comparison(comparison: Comparison) -> str:

@@ -38,7 +38,8 @@ def compare_with_baseline(
 
     The baseline is `baseline_run_id` when pinned, else the latest comparable run (the rule is
     `agent_eval.store.queries.choose_baseline`'s); the comparison keeps to what both runs measured alike
-    (`agent_eval.compare.regression`). With no comparable baseline, `report.regression` (and the stored run)
+    (`agent_eval.compare.regression`); a rerun of a subset of a run's cases is compared with that run, on the
+    case runs it ran again only. With no comparable baseline, `report.regression` (and the stored run)
     says "no comparable baseline" and why, and nothing regressed. On a regression the `agent-eval.regression`
     event is emitted and the webhook (config or `$AGENT_EVAL_ALERT_WEBHOOK`) is called; a webhook that fails
     is logged and noted in the stored payload, never fatal.
@@ -58,6 +59,7 @@ def compare_with_baseline(
         tolerance=settings.tolerance,
         confidence=settings.confidence,
         baseline_reason=choice.reason,
+        subset=choice.subset,
     )
     payload = alert_payload(comparison, report.eval_set_ids, run_url)
     if comparison.regressed:

@@ -8,10 +8,16 @@ each of ADK's judged metrics (when one ran), which config scored which eval set,
 each failed case run (a recorded one with where it was recorded) with the criteria that failed, each case run
 that was not evaluated with the criteria that could not score it and why, and the regression check against the
 baseline (`render.verdict`).
+
+`format_table` lays out a console table (`agent-eval history`): every column at its natural width, or fitted
+into a terminal's width by a priority order.
 """
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +27,11 @@ from agent_eval.results.run_configs import describe_configs
 from agent_eval.schema import EvalStatus
 
 __all__ = [
+    "TableColumn",
     "cache_line",
     "describe_judge_modes",
     "format_summary",
+    "format_table",
     "judge_line",
     "summary_table_rows",
     "unscored_criteria_lines",
@@ -218,3 +226,109 @@ def summary_table_rows(report: RunReport) -> list[dict[str, Any]]:
             row[f"{result.metric_name}/score"] = result.score
         rows.append(row)
     return rows
+
+
+_GAP = "  "
+
+
+@dataclass(frozen=True)
+class TableColumn:
+    """One column of a console table (`format_table`).
+
+    Attributes:
+        name: what `format_table`'s `priority` calls it.
+        title: its header, aligned as its cells are.
+        cells: its text in each row.
+        right: right-aligned (else left-aligned).
+        min_width: the narrowest it is (e.g. a whole run id's length, so that tables line up from one command to
+            the next).
+        wraps: its cells are words (separated by spaces) that wrap onto more lines of the row when the table is
+            fitted into a width; it is left out only when its longest word does not fit.
+    """
+
+    name: str
+    title: str
+    cells: Sequence[str]
+    right: bool = False
+    min_width: int = 0
+    wraps: bool = False
+
+    @property
+    def natural_width(self) -> int:
+        """The width of its widest cell or title (at least `min_width`)."""
+        return max(self.min_width, len(self.title), *(len(cell) for cell in self.cells))
+
+    @property
+    def least_width(self) -> int:
+        """The narrowest it can be: its natural width, or for a wrapping column its longest word or title."""
+        if not self.wraps:
+            return self.natural_width
+        return max([len(self.title), *(len(word) for cell in self.cells for word in cell.split())])
+
+
+def format_table(columns: Sequence[TableColumn], width: int | None = None, priority: Sequence[str] = ()) -> list[str]:
+    """The table's lines: the header, then one line per row (more when a wrapping cell wraps), two spaces between
+    columns, each title aligned with its cells, trailing spaces cut.
+
+    Without `width`, every column at its natural width. With it, the columns that fit in `width` characters,
+    taken in `priority` order (by name; the columns it does not name after, in their order): the first always,
+    each next one when it fits beside those taken (so a narrow column further down may still be shown); a
+    wrapping column is then narrowed down to its longest word to leave room for the others. Columns keep their
+    order in `columns`.
+    """
+    shown = list(columns) if width is None else _fitting(columns, width, priority)
+    widths = _widths(shown, width)
+    lines = [_line([column.title for column in shown], shown, widths)]
+    rows = len(shown[0].cells) if shown else 0
+    for row in range(rows):
+        lines.extend(_row_lines([column.cells[row] for column in shown], shown, widths))
+    return lines
+
+
+def _fitting(columns: Sequence[TableColumn], width: int, priority: Sequence[str]) -> list[TableColumn]:
+    """The columns shown in `width`, in their own order (rule in `format_table`)."""
+    ranked = sorted(columns, key=lambda c: priority.index(c.name) if c.name in priority else len(priority))
+    kept: list[TableColumn] = []
+    for column in ranked:
+        if not kept or _least_width([*kept, column]) <= width:
+            kept.append(column)
+    names = {column.name for column in kept}
+    return [column for column in columns if column.name in names]
+
+
+def _least_width(columns: Sequence[TableColumn]) -> int:
+    return sum(column.least_width for column in columns) + len(_GAP) * (len(columns) - 1)
+
+
+def _widths(columns: Sequence[TableColumn], width: int | None) -> list[int]:
+    """Each column's natural width; the wrapping ones narrowed (no further than their least) to fit `width`."""
+    widths = [column.natural_width for column in columns]
+    if width is None:
+        return widths
+    excess = sum(widths) + len(_GAP) * (len(columns) - 1) - width
+    for index, column in enumerate(columns):
+        if column.wraps and excess > 0:
+            narrowed = max(column.least_width, widths[index] - excess)
+            excess -= widths[index] - narrowed
+            widths[index] = narrowed
+    return widths
+
+
+def _row_lines(cells: Sequence[str], columns: Sequence[TableColumn], widths: Sequence[int]) -> list[str]:
+    """A row's lines: a wrapping cell's words wrapped to its width, the other cells on the first line."""
+    pieces = [
+        textwrap.wrap(cell, w, break_long_words=False, break_on_hyphens=False) or [""] if column.wraps else [cell]
+        for cell, column, w in zip(cells, columns, widths, strict=True)
+    ]
+    depth = max((len(piece) for piece in pieces), default=1)
+    return [
+        _line([piece[line] if line < len(piece) else "" for piece in pieces], columns, widths) for line in range(depth)
+    ]
+
+
+def _line(texts: Sequence[str], columns: Sequence[TableColumn], widths: Sequence[int]) -> str:
+    cells = [
+        f"{text:>{width}}" if column.right else f"{text:<{width}}"
+        for text, column, width in zip(texts, columns, widths, strict=True)
+    ]
+    return _GAP.join(cells).rstrip()

@@ -1,15 +1,18 @@
-"""The run report as one self-contained HTML page: inline CSS and SVG, no JavaScript, no network.
+"""The run report as one self-contained HTML page: inline CSS, SVG and one small script, no network.
 
 Sections: the run summary (with pass@k and flaky cases when cases ran more than once, the invocations reused
 from earlier evaluations, which config scored which eval set and which mode judged each of ADK's judged
 metrics), the regression check against the baseline (`render.html_sections`), the pass rate of
 each metric (bars), the history of the same eval set(s) (a trend of each metric's mean across runs), and every
-case run as a collapsible block (failures and case runs not evaluated open; a "not evaluated" badge, each
-criterion that could not score it with the reason; a "cached" badge on a reused invocation) with, per turn, the
-user's message, the expected and actual trajectories side by side (calls marked matched / missing / extra by
-the multiset alignment of `results.tool_calls.align`), the expected and actual responses, and every metric's score,
-threshold, status and explanation (and its judge mode, for a judged metric). All text from agents, users, eval
-files and metrics is HTML-escaped.
+case run as a collapsible block, failures first, then the case runs not evaluated (both open), then the rest,
+each group in eval-set order. A filter bar (failed / not evaluated / flaky / all, and a search box; the page's
+only script, inline) narrows the case runs; without scripts every case run shows. A case run block has a
+"not evaluated" badge, each criterion that could not score it with the reason, a "cached" badge on a reused
+invocation, and, per turn, the user's message, the expected and actual trajectories side by side (calls marked
+matched / missing / extra by the multiset alignment of `results.tool_calls.align`, or changed: the same tool
+called with other arguments, with the arguments that differ), the expected and actual responses, and every
+metric's score, threshold, status and explanation (and its judge mode, for a judged metric). All text from
+agents, users, eval files and metrics is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -20,22 +23,24 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from google.genai import types as genai_types
-
 from agent_eval.render.console import describe_judge_modes
 from agent_eval.render.html_charts import HistoryPoint, bar_chart, history_chart, merge_history, metric_tallies
 from agent_eval.render.html_sections import (
+    CASE_FILTER_SCRIPT,
     cache_note,
     cached_badge,
+    case_filter_bar,
+    failures_first,
+    is_flaky,
     regression_section,
     repeated_runs_note,
+    trajectories,
     unscored_block,
     unscored_chips,
 )
 from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.results.run_configs import describe_configs
-from agent_eval.results.tool_calls import Call, align, format_call
-from agent_eval.schema import EvalStatus, Invocation, content_text, tool_calls_of
+from agent_eval.schema import EvalStatus, Invocation, content_text
 
 __all__ = ["HistoryPoint", "render_html", "write_html"]
 
@@ -98,6 +103,15 @@ th,td{text-align:left;padding:5px 8px;vertical-align:top}
 th{font-size:12px;color:var(--muted);border-bottom:1px solid var(--line)}td{border-bottom:1px solid #f1f5f9}
 td.num{font-variant-numeric:tabular-nums;white-space:nowrap}
 .error{background:var(--bad-bg);border-radius:6px;padding:8px 10px;margin-top:10px;color:#7f1d1d}
+[hidden]{display:none!important}
+.call.changed{border-left-color:var(--info);background:var(--info-bg)}.call.changed .mark{color:var(--info)}
+.arg-diff{display:block;margin-left:1.3em;font-weight:600;color:#1e3a8a}
+td.mono{overflow-wrap:anywhere}.table-scroll{overflow-x:auto}table.compare{table-layout:auto}
+.filters{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:0 0 10px}
+.filters button{font:inherit;font-size:13px;border:1px solid var(--line);border-radius:999px;background:#fff;
+padding:2px 10px;cursor:pointer}.filters button[aria-pressed="true"]{background:var(--ink);color:#fff}
+.filters input{font:inherit;font-size:13px;border:1px solid var(--line);border-radius:6px;padding:3px 8px;
+flex:1 1 240px}
 """
 
 _STATUS_CLASS = {
@@ -106,7 +120,6 @@ _STATUS_CLASS = {
     EvalStatus.NOT_EVALUATED: "not-evaluated",
     EvalStatus.INFORMATIONAL: "informational",
 }
-_MARKS = {"matched": "✓", "missing": "✗", "extra": "+", "plain": "•"}
 
 
 def _e(text: object) -> str:
@@ -209,49 +222,7 @@ def _history_section(report: RunReport, history: Sequence[HistoryPoint]) -> str:
     return f'<section class="card"><h2>{title} <span class="muted">{len(points)} runs</span></h2>{chart}</section>'
 
 
-# ---------------------------------------------------------------------------------------------- trajectories
-def _calls(invocation: Invocation) -> list[Call]:
-    return [(call.name or "", call.args or {}) for call in tool_calls_of(invocation)]
-
-
-def _shown(call: Call) -> str:
-    return format_call(genai_types.FunctionCall(name=call[0], args=dict(call[1])))
-
-
-def _expected_marks(reference: Sequence[Call], missing: Sequence[Call]) -> list[str]:
-    """Mark each reference call matched or missing; `align` leaves the last equal copies unmatched."""
-    left, marks = list(missing), []
-    for call in reversed(reference):
-        if call in left:
-            left.remove(call)
-            marks.append("missing")
-        else:
-            marks.append("matched")
-    return marks[::-1]
-
-
-def _call_list(calls: Sequence[Call], marks: Sequence[str]) -> str:
-    if not calls:
-        return '<p class="none">no tool calls</p>'
-    items = "".join(
-        f'<li class="call {mark}" title="{mark}"><span class="mark">{_MARKS[mark]}</span>{_e(_shown(call))}</li>'
-        for call, mark in zip(calls, marks, strict=True)
-    )
-    return f'<ol class="calls">{items}</ol>'
-
-
-def _trajectories(expected: Invocation | None, actual: Invocation | None) -> tuple[str, str]:
-    """The expected and actual call lists, marked by the alignment when both turns exist."""
-    reference = _calls(expected) if expected is not None else []
-    predicted = _calls(actual) if actual is not None else []
-    if expected is None or actual is None:
-        return _call_list(reference, ["plain"] * len(reference)), _call_list(predicted, ["plain"] * len(predicted))
-    alignment = align(predicted, reference)
-    extra = set(alignment.unexpected_at)
-    actual_marks = ["extra" if index in extra else "matched" for index in range(len(predicted))]
-    return _call_list(reference, _expected_marks(reference, alignment.missing)), _call_list(predicted, actual_marks)
-
-
+# ------------------------------------------------------------------------------------------------------ turns
 def _response(invocation: Invocation | None) -> str:
     text = content_text(invocation.final_response) if invocation is not None else ""
     return f'<div class="response">{_e(text)}</div>' if text else '<p class="none">no response</p>'
@@ -278,7 +249,7 @@ def _turn(case: CaseResult, index: int, expected: Invocation | None, actual: Inv
     either = expected if expected is not None else actual
     user = content_text(either.user_content) if either is not None else ""
     turn_id = either.invocation_id if either is not None else ""
-    reference, predicted = _trajectories(expected, actual)
+    reference, predicted = trajectories(expected, actual)
     absent_expected = "no expected turn" if case.expected_invocations is not None else "no expected conversation"
     return (
         f'<div class="turn"><div class="turn-head"><b>Turn {index + 1}</b>'
@@ -342,34 +313,31 @@ def _case_summary(case: CaseResult, num_runs: int) -> str:
     )
 
 
-def _case(case: CaseResult, num_runs: int) -> str:
+def _case(case: CaseResult, report: RunReport) -> str:
+    """The case run's block; its classes (status, `flaky`) are what the case filter selects on."""
     opened = " open" if case.status in (EvalStatus.FAILED, EvalStatus.NOT_EVALUATED) else ""
+    kinds = _STATUS_CLASS[EvalStatus(case.status)] + (" flaky" if is_flaky(case, report) else "")
     error = unscored_block(case)
     if case.agent_run.error:
         error = f'<div class="error"><b>agent error</b><pre>{_e(case.agent_run.error)}</pre></div>'
     return (
-        f'<details class="case {_STATUS_CLASS[EvalStatus(case.status)]}"{opened}>{_case_summary(case, num_runs)}'
+        f'<details class="case {kinds}"{opened}>{_case_summary(case, report.num_runs)}'
         f'<div class="case-body">{error}{_turns(case)}{_metrics_table(case.metrics)}</div></details>'
     )
 
 
 def _cases_section(report: RunReport) -> str:
     legend = (
-        "failures and case runs not evaluated are open · "
-        "calls: ✓ matched, ✗ missing (expected, not made), + extra (made, not expected)"
+        "failures first, then case runs not evaluated (both open) · calls: ✓ matched, ✗ missing (expected, not "
+        "made), + extra (made, not expected), ≠ changed (the same tool, other arguments)"
     )
-    parts = [f'<section><h2>Cases <span class="muted">{legend}</span></h2>']
-    for eval_set_id in dict.fromkeys(case.eval_set_id for case in report.cases):
-        if len(report.eval_set_ids) > 1:
-            parts.append(f'<h3 class="mono">{_e(eval_set_id)}</h3>')
-        parts.extend(_case(case, report.num_runs) for case in report.cases if case.eval_set_id == eval_set_id)
-    parts.append("</section>")
-    return "".join(parts)
+    cases = "".join(_case(case, report) for case in failures_first(report.cases))
+    return f'<section><h2>Cases <span class="muted">{legend}</span></h2>{case_filter_bar(report)}{cases}</section>'
 
 
 # ------------------------------------------------------------------------------------------------------- page
 def render_html(report: RunReport, history: Sequence[HistoryPoint] = ()) -> str:
-    """The run report as one self-contained HTML page (inline CSS and SVG; no JavaScript, no network).
+    """The run report as one self-contained HTML page (inline CSS, SVG and the case filter's script; no network).
 
     Args:
         report: the run to show.
@@ -391,7 +359,7 @@ def render_html(report: RunReport, history: Sequence[HistoryPoint] = ()) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>agent-eval · {_e(report.run_id)}</title><style>{_CSS}</style></head>"
-        f"<body><main>{body}</main></body></html>\n"
+        f"<body><main>{body}</main><script>{CASE_FILTER_SCRIPT}</script></body></html>\n"
     )
 
 

@@ -1,9 +1,19 @@
-"""Parts of the HTML report: the regression check, repeated runs, reused invocations, unscored criteria.
+"""Parts of the HTML report: the regression check, repeated runs, reused invocations, unscored criteria, the
+case filter and the trajectories of a turn.
 
 Each function returns an HTML fragment (every text escaped) for `render.html`, or "" when there is nothing to
 show: the regression check only for a run compared with a baseline (or told there was none comparable, see
 `render.verdict`), pass@k only when cases ran more than once, the cache note and a case's "cached" badge only
 when invocations were reused, a case's "not evaluated" block only when a criterion could not score it.
+
+The case filter is the page's only script (`CASE_FILTER_SCRIPT`, inline, no network): buttons that show the
+failed, not evaluated or flaky case runs (or all), and a search box over each case run's text. Its bar is
+`hidden` until the script shows it, so a page read without scripts shows every case run and no dead controls.
+
+Trajectories (`trajectories`): each call of a turn is marked by the multiset alignment of `results.tool_calls.align`
+(matched, missing, extra); a missing expected call and an extra actual call of the same tool are one call made
+with other arguments, marked "changed" on both sides, the actual one with the arguments that differ
+(`results.tool_calls.argument_diff`).
 """
 
 from __future__ import annotations
@@ -13,11 +23,27 @@ from datetime import UTC
 from html import escape
 from typing import Any
 
+from google.genai import types as genai_types
+
 from agent_eval.render.console import cache_line
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
 from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.tool_calls import Call, align, argument_diff, format_call
+from agent_eval.schema import EvalStatus, Invocation, tool_calls_of
 
-__all__ = ["cache_note", "cached_badge", "regression_section", "repeated_runs_note", "unscored_block", "unscored_chips"]
+__all__ = [
+    "CASE_FILTER_SCRIPT",
+    "cache_note",
+    "cached_badge",
+    "case_filter_bar",
+    "failures_first",
+    "is_flaky",
+    "regression_section",
+    "repeated_runs_note",
+    "trajectories",
+    "unscored_block",
+    "unscored_chips",
+]
 
 _CASE_LISTS = (
     ("hard_regressions", "hard regressions"),
@@ -88,7 +114,7 @@ def _metric_table(metrics: Sequence[Any]) -> str:
         "<tr><th>metric</th><th>baseline</th><th>current</th><th>difference</th><th>interval</th>"
         "<th>tolerance</th><th>verdict</th></tr>"
     )
-    return f"<table>{head}{rows}</table>"
+    return f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>'
 
 
 def _case_lists(payload: Mapping[str, Any]) -> str:
@@ -161,3 +187,154 @@ def unscored_block(case: CaseResult) -> str:
         return ""
     items = "".join(f"<li><b>{_e(m.metric_name)}</b>: {_e(m.reason or 'no reason given')}</li>" for m in unscored)
     return f'<div class="unscored"><b>not evaluated</b><ul>{items}</ul></div>'
+
+
+# ----------------------------------------------------------------------------------------------- case filter
+_LEADING = {EvalStatus.FAILED: 0, EvalStatus.NOT_EVALUATED: 1}
+_FILTERS = (("failed", "failed"), ("not-evaluated", "not evaluated"), ("flaky", "flaky"), ("all", "all"))
+
+CASE_FILTER_SCRIPT = """(function () {
+  var bar = document.getElementById("case-filter");
+  if (!bar) return;
+  var rows = Array.prototype.slice.call(document.querySelectorAll("details.case"));
+  var buttons = Array.prototype.slice.call(bar.querySelectorAll("button[data-filter]"));
+  var search = document.getElementById("case-search");
+  var nothing = document.getElementById("no-case-matches");
+  var chosen = "all";
+  function kept(row, words) {
+    if (chosen !== "all" && !row.classList.contains(chosen)) return false;
+    var text = row.textContent.toLowerCase();
+    return words.every(function (word) { return text.indexOf(word) !== -1; });
+  }
+  function apply() {
+    var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var shown = 0;
+    rows.forEach(function (row) { row.hidden = !kept(row, words); shown += row.hidden ? 0 : 1; });
+    buttons.forEach(function (button) {
+      button.setAttribute("aria-pressed", String(button.getAttribute("data-filter") === chosen));
+    });
+    nothing.hidden = shown > 0;
+  }
+  buttons.forEach(function (button) {
+    button.addEventListener("click", function () { chosen = button.getAttribute("data-filter"); apply(); });
+  });
+  search.addEventListener("input", apply);
+  bar.hidden = false;
+  apply();
+})();"""
+"""Shows the case filter bar and applies its buttons and search box to the `details.case` rows (by class)."""
+
+
+def failures_first(cases: Sequence[CaseResult]) -> list[CaseResult]:
+    """The failed case runs, then those not evaluated, then the rest, each group in the report's order."""
+    return sorted(cases, key=lambda case: _LEADING.get(EvalStatus(case.status), len(_LEADING)))
+
+
+def is_flaky(case: CaseResult, report: RunReport) -> bool:
+    """Whether the case both passed and failed across its runs (`RunSummary.flaky_cases`)."""
+    return f"{case.eval_set_id}/{case.eval_id}" in report.summary.flaky_cases
+
+
+def _filter_counts(report: RunReport) -> dict[str, int]:
+    statuses = [EvalStatus(case.status) for case in report.cases]
+    return {
+        "failed": statuses.count(EvalStatus.FAILED),
+        "not-evaluated": statuses.count(EvalStatus.NOT_EVALUATED),
+        "flaky": sum(is_flaky(case, report) for case in report.cases),
+        "all": len(statuses),
+    }
+
+
+def case_filter_bar(report: RunReport) -> str:
+    """The filter buttons (each with its count of case runs), the search box and the "no match" line; hidden
+    until `CASE_FILTER_SCRIPT` runs."""
+    counts = _filter_counts(report)
+    buttons = "".join(
+        f'<button type="button" data-filter="{key}" aria-pressed="{str(key == "all").lower()}">{label} '
+        f"<b>{counts[key]}</b></button>"
+        for key, label in _FILTERS
+    )
+    search = (
+        '<input type="search" id="case-search" aria-label="search the case runs" '
+        'placeholder="search: case id, metric, tool, text">'
+    )
+    return (
+        f'<div class="filters" id="case-filter" role="toolbar" aria-label="show case runs" hidden>{buttons}{search}'
+        '</div><p class="none" id="no-case-matches" hidden>no case run matches</p>'
+    )
+
+
+# ---------------------------------------------------------------------------------------------- trajectories
+_MARKS = {"matched": "✓", "missing": "✗", "extra": "+", "changed": "≠", "plain": "•"}
+
+
+def _calls(invocation: Invocation) -> list[Call]:
+    return [(call.name or "", call.args or {}) for call in tool_calls_of(invocation)]
+
+
+def _shown(call: Call) -> str:
+    return format_call(genai_types.FunctionCall(name=call[0], args=dict(call[1])))
+
+
+def _expected_marks(reference: Sequence[Call], missing: Sequence[Call]) -> list[str]:
+    """Mark each reference call matched or missing; `align` leaves the last equal copies unmatched."""
+    left, marks = list(missing), []
+    for call in reversed(reference):
+        if call in left:
+            left.remove(call)
+            marks.append("missing")
+        else:
+            marks.append("matched")
+    return marks[::-1]
+
+
+def _changed_pairs(
+    reference: Sequence[Call], expected_marks: Sequence[str], predicted: Sequence[Call], actual_marks: Sequence[str]
+) -> dict[int, int]:
+    """Each missing expected call paired with the first unpaired extra actual call of the same tool (the call
+    made with other arguments), as expected position → actual position."""
+    extras = [index for index, mark in enumerate(actual_marks) if mark == "extra"]
+    pairs: dict[int, int] = {}
+    for position, mark in enumerate(expected_marks):
+        if mark != "missing":
+            continue
+        found = next((i for i in extras if predicted[i][0] == reference[position][0]), None)
+        if found is not None:
+            extras.remove(found)
+            pairs[position] = found
+    return pairs
+
+
+def _call_item(call: Call, mark: str, diff: Sequence[str]) -> str:
+    lines = "".join(f'<span class="arg-diff">{_e(line)}</span>' for line in diff)
+    shown = f'<span class="mark">{_MARKS[mark]}</span>{_e(_shown(call))}{lines}'
+    return f'<li class="call {mark}" title="{mark}">{shown}</li>'
+
+
+def _call_list(calls: Sequence[Call], marks: Sequence[str], diffs: Mapping[int, list[str]] | None = None) -> str:
+    if not calls:
+        return '<p class="none">no tool calls</p>'
+    diffs = diffs or {}
+    items = "".join(
+        _call_item(call, mark, diffs.get(index, []))
+        for index, (call, mark) in enumerate(zip(calls, marks, strict=True))
+    )
+    return f'<ol class="calls">{items}</ol>'
+
+
+def trajectories(expected: Invocation | None, actual: Invocation | None) -> tuple[str, str]:
+    """The expected and actual call lists of a turn, marked by the alignment when both turns exist (module
+    docstring); a call made with other arguments lists, under the actual call, each argument that differs."""
+    reference = _calls(expected) if expected is not None else []
+    predicted = _calls(actual) if actual is not None else []
+    if expected is None or actual is None:
+        return _call_list(reference, ["plain"] * len(reference)), _call_list(predicted, ["plain"] * len(predicted))
+    alignment = align(predicted, reference)
+    extra = set(alignment.unexpected_at)
+    expected_marks = _expected_marks(reference, alignment.missing)
+    actual_marks = ["extra" if index in extra else "matched" for index in range(len(predicted))]
+    diffs: dict[int, list[str]] = {}
+    for position, index in _changed_pairs(reference, expected_marks, predicted, actual_marks).items():
+        expected_marks[position] = actual_marks[index] = "changed"
+        diffs[index] = argument_diff(reference[position], predicted[index])
+    return _call_list(reference, expected_marks), _call_list(predicted, actual_marks, diffs)

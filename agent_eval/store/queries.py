@@ -29,6 +29,7 @@ from agent_eval.store.models import (
 )
 
 __all__ = [
+    "MIN_RUN_ID_PREFIX",
     "BaselineChoice",
     "CaseScore",
     "RunNotFoundError",
@@ -42,9 +43,16 @@ __all__ = [
     "list_runs",
     "load_case_records",
     "metric_means",
+    "resolve_run_id",
     "run_row",
     "stored_eval_sets",
+    "subset_runs",
 ]
+
+MIN_RUN_ID_PREFIX = 6
+"""The fewest characters of a run id that name it (git's rule for commits, with a floor of 6)."""
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_SHOWN_ID = 8
 
 
 class RunNotFoundError(EvalInputError, LookupError):
@@ -93,6 +101,58 @@ def get_run(run_id: str, engine: Engine | None = None) -> RunRead:
     """
     with Session(engine or get_engine()) as session:
         return RunRead.model_validate(run_row(session, run_id))
+
+
+def resolve_run_id(run_id: str, engine: Engine | None = None) -> str:
+    """The full id of the run that `run_id` names: a whole run id, or a unique prefix of one (git's rule).
+
+    A run id is 32 hexadecimal characters (`uuid4().hex`); a prefix of at least `MIN_RUN_ID_PREFIX` of them
+    names the one run whose id starts with it (any case: ids are lower case). An id that is stored as given is
+    that run, whatever its form (runs saved by other tools). Every command and API function that takes a run id
+    resolves it here.
+
+    Raises:
+        RunNotFoundError: no run has this id or an id starting with it.
+        EvalInputError: the prefix is shorter than `MIN_RUN_ID_PREFIX`, or several runs' ids start with it
+            (the message names two of them).
+    """
+    with Session(engine or get_engine()) as session:
+        return _resolved_run_id(session, run_id)
+
+
+def _resolved_run_id(session: Session, run_id: str) -> str:
+    if session.get(Run, run_id) is not None:
+        return run_id
+    prefix = run_id.lower()
+    if not prefix or not set(prefix) <= _HEX_DIGITS:  # no run id starts with it: it is unknown
+        raise RunNotFoundError(run_id, _store_name(session))
+    if len(prefix) < MIN_RUN_ID_PREFIX:
+        raise EvalInputError(
+            f"run id prefix {run_id!r} is too short: give at least {MIN_RUN_ID_PREFIX} characters of a run id "
+            "from `agent-eval history`"
+        )
+    statement = select(Run.id).where(col(Run.id).like(f"{prefix}%")).order_by(col(Run.id)).limit(2)
+    matches = list(session.exec(statement).all())
+    if not matches:
+        raise RunNotFoundError(run_id, _store_name(session))
+    if len(matches) > 1:
+        raise EvalInputError(
+            f"run id prefix {run_id!r} is ambiguous: {', '.join(_distinct(matches))}; give more of the run id"
+        )
+    return matches[0]
+
+
+def _distinct(run_ids: Sequence[str]) -> list[str]:
+    """The ids cut where they differ (at least `_SHOWN_ID` characters), e.g. `abc1234f...`, `abc123a0...`."""
+    shared = next(
+        (i for i, chars in enumerate(zip(*run_ids, strict=False)) if len(set(chars)) > 1), min(map(len, run_ids))
+    )
+    shown = max(_SHOWN_ID, shared + 1)
+    return [run_id if len(run_id) <= shown else f"{run_id[:shown]}..." for run_id in run_ids]
+
+
+def _store_name(session: Session) -> str:
+    return str(session.get_bind().engine.url)  # the password is masked
 
 
 def metric_means(run_ids: Sequence[str], engine: Engine | None = None) -> dict[str, dict[str, float]]:
@@ -144,6 +204,9 @@ class BaselineChoice:
 
     run_id: str | None
     reason: str
+    subset: bool = False
+    """The run evaluated a subset of the baseline's case runs (`rerun --only-failed` of it): compare the two on
+    the case runs the run has, never on the others."""
 
 
 def find_baseline(run_id: str, engine: Engine | None = None) -> str | None:
@@ -162,7 +225,12 @@ def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | 
     fingerprints are computed from `runs.config`, so runs of earlier releases are compared by the same rule.
 
     A pinned run is used whatever its config (the comparison then keeps to what both measured alike, see
-    `agent_eval.compare.regression`), unless it is missing or not completed.
+    `agent_eval.compare.regression`), unless it is missing or not completed; it may be given by a unique
+    prefix of its id (`resolve_run_id`).
+
+    A run that evaluated a subset of its source run's cases (`subset_runs`: `rerun --only-failed`) is compared
+    with its source when that is completed (`BaselineChoice.subset`: on the case runs the rerun has only), and
+    has no baseline when it is not.
 
     Raises:
         RunNotFoundError: no run `run_id`.
@@ -172,6 +240,8 @@ def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | 
         run = run_row(session, run_id)
         if pinned is not None:
             return _pinned(session, pinned)
+        if (source := _subset_source(session, run)) is not None:
+            return source
         candidates = _earlier_runs(session, run)
         versions = _eval_set_versions(session, [run_id, *(c.id for c in candidates)])
         completed = [c for c in candidates if c.status == RunStatus.COMPLETED]
@@ -195,14 +265,59 @@ class _Candidate:
 
 
 def _pinned(session: Session, pinned: str) -> BaselineChoice:
-    baseline = session.get(Run, pinned)
-    if baseline is None:
+    try:
+        pinned = _resolved_run_id(session, pinned)
+    except RunNotFoundError:
         return BaselineChoice(None, f"the pinned baseline run {pinned!r} is not in the store")
+    except EvalInputError as error:
+        return BaselineChoice(None, f"the pinned baseline: {error.one_line()}")
+    baseline = run_row(session, pinned)
     if baseline.status != RunStatus.COMPLETED:
         return BaselineChoice(
             None, f"the pinned baseline run {pinned!r} is {baseline.status}: only a completed run is a baseline"
         )
     return BaselineChoice(pinned, f"pinned with --baseline, {_minute(baseline.started_at)}")
+
+
+def subset_runs(runs: Sequence[RunRead], engine: Engine | None = None) -> set[str]:
+    """The ids of those of `runs` that evaluated a subset of their source run's cases (`rerun --only-failed`).
+
+    A rerun or a rescore evaluates the eval set versions stored with its source run (`source_run_id`), so one
+    whose versions differ from its source's (eval sets left out, or fewer cases in one) evaluated a part of
+    them; every version of recorded traffic counts as one (`comparable_version`). One query for all the runs.
+    """
+    sources = {run.id: run.source_run_id for run in runs if run.source_run_id}
+    if not sources:
+        return set()
+    with Session(engine or get_engine()) as session:
+        versions = _eval_set_versions(session, [*sources, *sources.values()])
+    return {
+        run_id for run_id, source in sources.items() if _narrower(versions.get(run_id, {}), versions.get(source, {}))
+    }
+
+
+def _narrower(versions: dict[str, str | None], source_versions: dict[str, str | None]) -> bool:
+    """Whether a run with these eval set versions evaluated a part of its source's (see `subset_runs`)."""
+    return bool(versions) and versions.keys() <= source_versions.keys() and versions != source_versions
+
+
+def _subset_source(session: Session, run: Run) -> BaselineChoice | None:
+    """The baseline of a run that evaluated a subset of its source run: the source, if completed; None for a
+    run that is no such subset."""
+    source_id = run.source_run_id
+    if source_id is None:
+        return None
+    versions = _eval_set_versions(session, [run.id, source_id])
+    source = session.get(Run, source_id)
+    if source is None or not _narrower(versions.get(run.id, {}), versions.get(source_id, {})):
+        return None
+    if source.status != RunStatus.COMPLETED:
+        return BaselineChoice(
+            None,
+            f"a rerun of a subset of run {source_id}, which is {source.status}: only a completed run is a baseline",
+        )
+    reason = f"the source of this rerun of a subset of its cases, {_minute(source.started_at)}"
+    return BaselineChoice(source_id, reason, subset=True)
 
 
 def _earlier_runs(session: Session, run: Run) -> list[_Candidate]:
@@ -297,7 +412,7 @@ def run_row(session: Session, run_id: str) -> Run:
     """
     run = session.get(Run, run_id)
     if run is None:
-        raise RunNotFoundError(run_id, str(session.get_bind().engine.url))  # the password is masked
+        raise RunNotFoundError(run_id, _store_name(session))
     return run
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval import evaluate, rerun, rescore
-from agent_eval.flows import agent_eval_flow
+from agent_eval import evaluate, history, rerun, rescore
+from agent_eval.flows import agent_eval_flow, rerun_flow
 from agent_eval.plan.eval_plan import EvalRequest
+from agent_eval.plan.stored import RerunRequest
 from tests.flows.agents_for_tests import CALLS
 from tests.flows.helpers import write_echo_set
 
@@ -46,3 +47,14 @@ def test_a_flow_started_without_the_api_checks_the_agent_itself(tmp_path: Path, 
     report = asyncio.run(agent_eval_flow(EvalRequest(paths=[str(eval_file)], agent=AGENT, db_url=sqlite_url)))
 
     assert (report.summary.total, CALLS["preflight"]) == (1, 1)
+
+
+@pytest.mark.usefixtures("preflights")
+def test_a_rerun_flow_started_without_the_api_takes_a_run_id_prefix(tmp_path: Path, sqlite_url: str) -> None:
+    eval_file, _ = write_echo_set(tmp_path, ["alpha"])
+    source = evaluate(eval_file, agent=AGENT, db_url=sqlite_url)
+
+    again = asyncio.run(rerun_flow(RerunRequest(run_id=source.run_id[:8], db_url=sqlite_url)))
+
+    assert (again.summary.total, again.summary.passed, CALLS["preflight"]) == (1, 1, 2)
+    assert history(db_url=sqlite_url).set_index("run_id").loc[again.run_id, "source_run_id"] == source.run_id

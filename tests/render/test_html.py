@@ -17,6 +17,7 @@ import pytest
 
 from agent_eval.render.html import HistoryPoint, render_html, write_html
 from agent_eval.render.html_charts import metric_tallies
+from agent_eval.render.html_sections import CASE_FILTER_SCRIPT
 from agent_eval.results.aggregate import build_report
 from agent_eval.results.model import RunReport
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalStatus
@@ -97,10 +98,15 @@ def polylines(page: str) -> list[list[tuple[float, float]]]:
 
 
 # -------------------------------------------------------------------------------------------------- escaping
+def only_our_script(page: str) -> bool:
+    """Whether the page's only script is the case filter's, inline."""
+    return page.lower().count("<script") == 1 and page.count(f"<script>{CASE_FILTER_SCRIPT}</script>") == 1
+
+
 def test_agent_text_is_escaped() -> None:
     page = render_html(xss_report())
 
-    assert "<script" not in page.lower()
+    assert only_our_script(page)
     assert html.escape(SCRIPT) in page
     assert "<img" not in page and html.escape(IMG) in page
     assert "<b>hi</b>" not in page and "say &lt;b&gt;hi&lt;/b&gt;" in page
@@ -111,8 +117,11 @@ def test_the_page_is_self_contained() -> None:
     page = render_html(sample_report(), history())
 
     assert re.findall(r"https?://[^\s\"']+", page) == ["http://www.w3.org/2000/svg"] * page.count("<svg")
-    for reference in ("<link", "<script", " src=", "@import", "url(", "<iframe"):
+    for reference in ("<link", " src=", "@import", "url(", "<iframe"):
         assert reference not in page
+    assert only_our_script(page)
+    for reach in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "location", ".src"):
+        assert reach not in CASE_FILTER_SCRIPT
     assert page.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in page
 
 
@@ -198,7 +207,7 @@ def test_duplicate_calls_count_once_each() -> None:
 def test_failed_and_not_evaluated_cases_are_open_and_passed_ones_closed() -> None:
     opened = re.findall(r'<details class="case ([\w-]+)"( open)?>', render_html(sample_report()))
 
-    assert opened == [("failed", " open")] * 3 + [("passed", ""), ("not-evaluated", " open")]
+    assert opened == [("failed", " open")] * 3 + [("not-evaluated", " open"), ("passed", "")]  # failures first
 
 
 def test_each_turn_shows_user_text_and_both_responses() -> None:
@@ -501,5 +510,5 @@ def test_chromium_renders_the_page_and_runs_no_script(tmp_path: Path) -> None:
     assert len(colours) > 20, "the screenshot is (nearly) a single colour"
     assert "agent-eval report" in dom and "run xss-run" in dom
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
-    assert "<script" not in dom.lower()
+    assert dom.lower().count("<script") == 1  # the case filter's; the agent's text stayed text
     assert "<svg" in dom and "<polyline" in dom
