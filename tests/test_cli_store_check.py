@@ -7,8 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
 from agent_eval.cli import main
+from agent_eval.store import engine as engine_module
+from agent_eval.store.engine import check_store, get_engine
 
 
 @pytest.mark.parametrize(
@@ -64,3 +67,26 @@ def test_a_store_in_a_folder_that_cannot_be_created_is_bad_input(
     assert capsys.readouterr().err.strip() == (
         f"agent-eval: error: cannot create the store {str(blocker / 'store.db')!r}: {blocker} is not a writable folder"
     )
+
+
+def test_a_command_opens_its_store_once_though_the_cli_and_the_api_both_check_it(
+    tmp_path: Path, demo_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    get_engine(url)  # an existing store: checking it opens and migrates it
+    opened: list[str] = []
+    real = engine_module._opened_store
+
+    def counting(raw: str) -> Engine | None:
+        opened.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(engine_module, "_opened_store", counting)
+
+    code = main(["run", str(demo_dir), "--agent", "no_such_module_xyz:agent", "--db-url", url])
+
+    assert code == 2 and "cannot import 'no_such_module_xyz'" in capsys.readouterr().err  # after the API's check
+    assert opened == [url]  # it was [url, url]: the CLI's check, then the API's
+    check_store(url)
+    check_store(url)
+    assert opened == [url, url, url]  # outside a command every call checks: the store may have gone away

@@ -315,15 +315,7 @@ def _command(argv: Sequence[str] | None) -> int:
         install_signal_handlers()
         _show_progress(args)
     try:
-        settings()  # a bad AGENT_EVAL_* value: one line naming it, before the store, the server or the agent
-        if args.command in STORE_COMMANDS:
-            _open_store(args.db_url)
-        if args.command in EVALUATING_COMMANDS:
-            _start_prefect_server()
-        code = _run_command(args)
-        if args.command in EVALUATING_COMMANDS and not verbose:
-            keep_warm()
-        return code
+        return _checked_command(args, verbose)
     except EvalInputError as error:  # and RunNotFoundError: an unknown run id
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
     except InfrastructureError as error:
@@ -368,6 +360,25 @@ def _judge_totals() -> dict[str, int]:
     from agent_eval.metrics.judged.policy import judge_totals
 
     return judge_totals().as_dict()
+
+
+def _checked_command(args: argparse.Namespace, verbose: bool) -> int:
+    """The command after its checks: every `AGENT_EVAL_*` setting (a bad one: one line naming it), then the store,
+    opened once for the whole command (`one_store_check`: the API's own check does not open it again), and the
+    Prefect server an evaluating command needs, started now so that its start overlaps loading the inputs."""
+    settings()
+    if args.command not in STORE_COMMANDS:
+        return _run_command(args)
+    from agent_eval.store.engine import one_store_check
+
+    with one_store_check():
+        _open_store(args.db_url)
+        if args.command in EVALUATING_COMMANDS:
+            _start_prefect_server()
+        code = _run_command(args)
+    if args.command in EVALUATING_COMMANDS and not verbose:
+        keep_warm()
+    return code
 
 
 def _run_command(args: argparse.Namespace) -> int:

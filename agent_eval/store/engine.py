@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,9 +27,20 @@ from agent_eval.secrets import redact_url_credentials
 from agent_eval.settings import settings
 from agent_eval.store.migrate import upgrade
 
-__all__ = ["DB_URL_ENV", "check_store", "default_db_url", "get_engine", "new_engine", "normalize_url", "shown_url"]
+__all__ = [
+    "DB_URL_ENV",
+    "check_store",
+    "default_db_url",
+    "get_engine",
+    "new_engine",
+    "normalize_url",
+    "one_store_check",
+    "shown_url",
+]
 
 DB_URL_ENV = "AGENT_EVAL_DB_URL"
+_CHECKED: ContextVar[dict[str, Engine | None] | None] = ContextVar("agent_eval_checked_stores", default=None)
+"""The stores checked in the current `one_store_check()` block, by URL; None outside one."""
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 CONNECT_TIMEOUT_SECONDS = 10
 _UNREACHABLE_MARKERS = (
@@ -71,10 +85,24 @@ def _engine(url: str) -> Engine:
     return engine
 
 
+@contextmanager
+def one_store_check() -> Iterator[None]:
+    """Within the block, `check_store` opens each store once and gives the same answer after: a command that
+    checks its store before anything else (the CLI) and then calls the API, which checks it too, opens it once.
+    Outside such a block every call checks (a library caller's store may have gone away since the last run)."""
+    token = _CHECKED.set({})
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
 def check_store(url: str | None = None) -> Engine | None:
     """Open (and migrate) the store before any work starts, turning every failure into one line. A SQLite
     file that does not exist yet is not created here (bad input found later must leave nothing behind): its
     folder is checked instead, and None returned.
+
+    Inside `one_store_check()`, a store already checked there is not opened again.
 
     Raises:
         EvalInputError: the URL cannot be used (unknown scheme, malformed, a database or file that does not
@@ -83,6 +111,17 @@ def check_store(url: str | None = None) -> Engine | None:
         InfrastructureError: the database server could not be reached: exit code 4.
     """
     raw = url or default_db_url()
+    checked = _CHECKED.get()
+    if checked is not None and raw in checked:
+        return checked[raw]
+    engine = _opened_store(raw)
+    if checked is not None:
+        checked[raw] = engine
+    return engine
+
+
+def _opened_store(raw: str) -> Engine | None:
+    """`check_store`'s work: the engine of `raw`, migrated, or None for a SQLite file not created yet."""
     if _new_sqlite_file(normalize_url(raw)):
         return None
     try:
