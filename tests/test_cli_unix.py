@@ -289,6 +289,13 @@ def _on_a_terminal(monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
     monkeypatch.setenv("COLUMNS", str(columns))
 
 
+def _table(out: str, url: str) -> list[str]:
+    """The lines of a history table fitted to a terminal, after checking its last line names the store read."""
+    *table, caption = out.splitlines()
+    assert caption == f"(runs stored in {url})"
+    return table
+
+
 def _starts(line: str, texts: list[str]) -> list[int]:
     """Where each text starts in the line, each searched after the previous one."""
     starts, position = [], 0
@@ -311,7 +318,7 @@ def test_history_on_an_80_column_terminal_fits_it_with_headers_over_their_column
 
     code, out, _ = _run(capsys, "history", "--db-url", lineage)
 
-    lines = out.splitlines()
+    lines = _table(out, lineage)
     assert code == 0
     assert [len(line) <= 80 for line in lines] == [True] * 5
     header, rows = lines[0], lines[1:]
@@ -331,7 +338,7 @@ def test_history_on_a_100_column_terminal_marks_reruns_and_rescores_with_their_s
 
     code, out, _ = _run(capsys, "history", "--db-url", lineage)
 
-    lines = out.splitlines()
+    lines = _table(out, lineage)
     assert code == 0
     assert max(len(line) for line in lines) <= 100
     titles = ["RUN", "STARTED (UTC)", "STATUS", "PASS RATE", "REGRESSION", "SOURCE", "EVAL SETS"]
@@ -347,7 +354,7 @@ def test_history_on_a_wide_terminal_wraps_the_means_under_their_header(
 
     code, out, _ = _run(capsys, "history", "--db-url", lineage)
 
-    lines = out.splitlines()
+    lines = _table(out, lineage)
     assert code == 0
     assert max(len(line) for line in lines) <= 150
     assert lines[0].split() == [

@@ -152,6 +152,7 @@ def _finish(report: RunReport, args: argparse.Namespace) -> int:
     from agent_eval.render import format_summary, write_outputs
 
     print(format_summary(report))  # its last lines are the regression check against the baseline
+    print(f"Stored in {_store_shown(args.db_url)}")  # where `history`, `show` and `report` find this run
     if args.verbose:
         _print_tracebacks(report)
     if args.output_dir or args.junit or args.html:
@@ -200,8 +201,18 @@ def history_command(args: argparse.Namespace) -> int:
     from agent_eval.compare.run_history import format_history, history, history_json
 
     frame = history(eval_set=args.eval_set, agent=args.agent, limit=args.limit, db_url=args.db_url)
-    print(history_json(frame) if args.json else format_history(frame, _history_width(args.wide)))
+    width = None if args.json else _history_width(args.wide)
+    print(history_json(frame) if args.json else format_history(frame, width))
+    if width is not None:  # a table fitted to a person's terminal says which store it read
+        print(f"(runs stored in {_store_shown(args.db_url)})")
     return EXIT_OK
+
+
+def _store_shown(db_url: str | None) -> str:
+    """The store a command reads or writes (`db_url`, else the default one), its password hidden."""
+    from agent_eval.store.engine import default_db_url, shown_url
+
+    return shown_url(db_url or default_db_url())
 
 
 def _history_width(wide: bool) -> int | None:

@@ -13,11 +13,22 @@ from agent_eval.cli.recorded import RECORDED_FORMAT_CHOICES, add_import_sessions
 from agent_eval.cli.server import add_server_parser
 from agent_eval.cli.values import age_hours, positive
 from agent_eval.render.formats import output_dir_help
-from agent_eval.settings import DASK_ADDRESS_ENV, DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SECONDS
+from agent_eval.settings import (
+    DASK_ADDRESS_ENV,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_TURN_TIMEOUT_SECONDS,
+    STORE_RULE,
+    default_store_shown,
+)
 
 __all__ = ["build_parser"]
 
-_DB_URL_HELP = "store URL (default $AGENT_EVAL_DB_URL or ~/.agent_eval/agent_eval.db)"
+
+def _db_url_help() -> str:
+    """The `--db-url` help: the one rule for the default store, and what it names here."""
+    return f"store URL (default: {STORE_RULE}; here: {default_store_shown()})"
+
+
 _RUN_ID_HELP = "a run id from `agent-eval history`, or a unique prefix of it (at least 6 characters)"
 
 
@@ -62,7 +73,7 @@ def _add_run_inputs(run: argparse.ArgumentParser) -> None:
         "traffic as it is, with no agent call",
     )
     run.add_argument("--config", help="ADK test_config.json (default: the one beside the eval files)")
-    run.add_argument("--db-url", help=_DB_URL_HELP)
+    run.add_argument("--db-url", help=_db_url_help())
     run.add_argument("--tag", action="append", default=[], help="a label stored with the run (repeatable)")
     run.add_argument(
         "--baseline", help="compare with this run id or unique prefix of one (default: the latest comparable run)"
@@ -150,7 +161,7 @@ def _add_stored_run_parsers(commands: Any) -> None:
         _add_output_arguments(command)
         _add_quiet_argument(command)
     for command in (rerun, rescore, report):
-        command.add_argument("--db-url", help=_DB_URL_HELP)
+        command.add_argument("--db-url", help=_db_url_help())
     for command in (rerun, rescore):  # `report` runs no flow: it has no Prefect logs to show
         command.add_argument("-v", "--verbose", action="store_true", help="show Prefect's flow and task logs")
 
@@ -174,4 +185,4 @@ def _add_history_parsers(commands: Any) -> None:
     compare.add_argument("run_b", help="the run id to compare with it (or a unique prefix)")
     for command in (history, show, compare):
         command.add_argument("--json", action="store_true", help="print JSON instead of text")
-        command.add_argument("--db-url", help=_DB_URL_HELP)
+        command.add_argument("--db-url", help=_db_url_help())

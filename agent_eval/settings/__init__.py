@@ -31,6 +31,7 @@ __getattr__, __dir__, _ = lazy_exports(__name__, __file__)
 
 __all__ = [
     "DASK_ADDRESS_ENV",
+    "DB_URL_ENV",
     "DEFAULT_JUDGE_CONCURRENCY",
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_PROGRESS_INTERVAL_SECONDS",
@@ -38,8 +39,10 @@ __all__ = [
     "DEFAULT_WARM_IDLE_MINUTES",
     "HOME_ENV",
     "JUDGE_RETRY_LIMITS",
+    "STORE_RULE",
     "WARM_ENV",
     "Settings",
+    "default_store_shown",
     "home_dir",
     "settings",
     "warm_allowed",
@@ -95,6 +98,19 @@ def home_dir() -> Path:
     """agent-eval's own folder (the default SQLite store, the judge cache, datasets written from DataFrames):
     `settings().home`, read without pydantic (the warm client asks before any import or check)."""
     return home_folder(os.environ.get(HOME_ENV))
+
+
+DB_URL_ENV = "AGENT_EVAL_DB_URL"
+STORE_RULE = "$AGENT_EVAL_DB_URL, else the SQLite file agent_eval.db in $AGENT_EVAL_HOME (default ~/.agent_eval)"
+"""Where every command, the Python API and a deployment's flow runs store runs when none is named."""
+
+
+def default_store_shown() -> str:
+    """The store `STORE_RULE` names here and now, as it may be shown: the SQLite file's URL, or
+    `$AGENT_EVAL_DB_URL` by name (its value may hold a password). Read without pydantic (`--help` shows it)."""
+    if os.environ.get(DB_URL_ENV, "").strip():
+        return f"${DB_URL_ENV}"
+    return f"sqlite:///{home_dir() / 'agent_eval.db'}"
 
 
 def warm_allowed() -> bool:

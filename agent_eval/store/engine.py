@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, InterfaceError, NoSuchModuleError, OperationalError
 from sqlmodel import create_engine
 
+from agent_eval import settings as settings_package
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.secrets import redact_url_credentials
 from agent_eval.settings import settings
@@ -38,7 +39,7 @@ __all__ = [
     "shown_url",
 ]
 
-DB_URL_ENV = "AGENT_EVAL_DB_URL"
+DB_URL_ENV = settings_package.DB_URL_ENV
 _CHECKED: ContextVar[dict[str, Engine | None] | None] = ContextVar("agent_eval_checked_stores", default=None)
 """The stores checked in the current `one_store_check()` block, by URL; None outside one."""
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
@@ -56,7 +57,8 @@ _UNREACHABLE_MARKERS = (
 
 
 def default_db_url() -> str:
-    """`$AGENT_EVAL_DB_URL`, else a SQLite file `agent_eval.db` in `$AGENT_EVAL_HOME` (default `~/.agent_eval`).
+    """The store `agent_eval.settings.STORE_RULE` names: `$AGENT_EVAL_DB_URL`, else a SQLite file `agent_eval.db`
+    in `$AGENT_EVAL_HOME` (default `~/.agent_eval`).
 
     Raises:
         EvalInputError: an `AGENT_EVAL_*` variable is not valid (`agent_eval.settings.settings`).

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +31,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectStack]:
     """Server up, pool created, deployments deployed, one worker polling; all stopped afterwards. One for the
     tests that need no worker environment of their own (a stack costs ~40 s); its folder is `stack.home`."""
     tmp_path = tmp_path_factory.mktemp("stack")
-    db_url = f"sqlite:///{tmp_path / 'store.db'}"
-    stack = PrefectStack.start(tmp_path, {"AGENT_EVAL_DB_URL": db_url, "AGENT_EVAL_HOME": str(tmp_path / "ae")})
+    stack = PrefectStack.start(tmp_path, {"AGENT_EVAL_HOME": str(tmp_path / "ae")})  # the guide's default store
     try:
         created = stack.run("work-pool", "create", POOL, "--type", "process")
         assert created.returncode == 0, created.stdout + created.stderr
@@ -51,11 +52,18 @@ def test_nightly_deployment_runs_and_stores_its_results(stack: PrefectStack) -> 
 
     assert done.returncode == 0, done.stdout[-3000:] + (tmp_path / "worker.log").read_text()[-3000:]
     assert "Completed" in done.stdout
-    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
+    with Session(get_engine(f"sqlite:///{tmp_path / 'ae' / 'agent_eval.db'}")) as session:
         run = session.exec(select(Run)).one()
         assert (run.status, run.total, run.passed, run.failed) == ("completed", 33, 27, 6)
         assert run.flow_run_id is not None
         assert len(session.exec(select(CaseRecord).where(CaseRecord.run_id == run.id)).all()) == 33
+    # One store: the CLI in the same shell (AGENT_EVAL_HOME set, no AGENT_EVAL_DB_URL) reads the nightly's run.
+    history = subprocess.run(
+        [str(Path(sys.executable).with_name("agent-eval")), "history", "--json"],
+        cwd=REPO_ROOT, env={**stack.env, "CI": "1"}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert history.returncode == 0, history.stderr
+    assert [row["run_id"] for row in json.loads(history.stdout)] == [run.id]
 
     # The same stack (a second one would cost ~40 s): the traces deployment over a growing spans folder.
     _traces_runs_score_each_trace_once(stack, tmp_path)
@@ -72,7 +80,7 @@ def _traces_runs_score_each_trace_once(stack: PrefectStack, tmp_path: Path) -> N
         assert done.returncode == 0, done.stdout[-3000:] + (tmp_path / "worker.log").read_text()[-3000:]
         if new_trace:
             append_traces(spans, "b.jsonl", [(*new_trace, time.time_ns())])
-    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
+    with Session(get_engine(f"sqlite:///{tmp_path / 'ae' / 'agent_eval.db'}")) as session:
         runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
         cases = session.exec(select(CaseRecord)).all()
         scored = [
@@ -112,7 +120,7 @@ def test_a_worse_agent_between_two_deployment_runs_raises_the_alert(tmp_path: Pa
     assert "home_automation_demo/turn_off_bedroom_device" in alert["flipped_to_failing"]
     assert "response_match_score" in alert["regressed_metrics"]
     assert alert["text"].startswith(":rotating_light: agent-eval regression in home_automation_demo")
-    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
+    with Session(get_engine(f"sqlite:///{tmp_path / 'ae' / 'agent_eval.db'}")) as session:
         runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
         assert [(r.status, r.regressed) for r in runs] == [("completed", None), ("completed", True)]
         assert runs[1].baseline_run_id == runs[0].id
