@@ -40,8 +40,9 @@ def test_a_workstation_uses_the_local_server_and_ci_the_temporary_one(monkeypatc
     monkeypatch.setenv(server.SERVER_MODE_ENV, "ephemeral")
     assert server.server_mode() == "ephemeral"
     monkeypatch.setenv(server.SERVER_MODE_ENV, "remote")
-    with pytest.raises(EvalInputError, match="AGENT_EVAL_PREFECT_SERVER='remote' is not one of 'local', 'ephemeral'"):
+    with pytest.raises(EvalInputError) as raised:
         server.server_mode()
+    assert str(raised.value) == "AGENT_EVAL_PREFECT_SERVER='remote' is not valid: one of 'local', 'ephemeral'"
 
 
 def test_a_configured_api_url_wins(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,6 +112,8 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
         stopped = _cli(["server", "stop"], env)
     assert stopped.stdout.strip().startswith("Stopped the local Prefect server")
     assert not process_alive(state["pid"])
+    log = (tmp_path / "home" / "prefect-server.log").read_text(encoding="utf-8").splitlines()
+    assert log[-1] == "stopped"  # it stopped cleanly on SIGTERM (its own last line), not killed after the grace time
     assert not (tmp_path / "home" / "prefect-server.json").exists()
     assert _cli(["server", "status"], env).stdout.splitlines() == [
         "No local Prefect server runs",

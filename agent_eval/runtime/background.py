@@ -17,7 +17,15 @@ from pathlib import Path
 
 from agent_eval.runtime.processes import command_line, process_alive
 
-__all__ = ["in_ci", "runs_command", "spawn_detached", "state_lock", "stop_process", "stop_with_this_process"]
+__all__ = [
+    "in_ci",
+    "runs_command",
+    "spawn_detached",
+    "state_lock",
+    "state_lock_if_free",
+    "stop_process",
+    "stop_with_this_process",
+]
 
 _WATCHDOG_POLL_SECONDS = 0.25
 _watchdogs: dict[int, subprocess.Popen[bytes]] = {}
@@ -78,12 +86,30 @@ def runs_command(pid: int, *words: bytes) -> bool:
 @contextlib.contextmanager
 def state_lock(state: Path) -> Iterator[None]:
     """An exclusive lock on `state`'s `.lock` file beside it, held while the block runs."""
+    with _locked(state, blocking=True):
+        yield
+
+
+@contextlib.contextmanager
+def state_lock_if_free(state: Path) -> Iterator[bool]:
+    """`state_lock` if no one holds it now (the block gets True), else no lock (False) without waiting: for a
+    background process leaving on its own, whose stopper may hold the lock while it waits for it to end."""
+    with _locked(state, blocking=False) as held:
+        yield held
+
+
+@contextlib.contextmanager
+def _locked(state: Path, blocking: bool) -> Iterator[bool]:
     path = state.with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 

@@ -9,13 +9,17 @@ Which server a run uses (`server_mode`):
 - `AGENT_EVAL_PREFECT_SERVER=ephemeral`, or `CI` set (to anything but `false`/`0`): Prefect's temporary server,
   started for the run and stopped with it, so a CI job leaves no server behind (7–13 s per run).
 - otherwise (`local`, the default on a workstation): a local Prefect server that agent-eval starts in the
-  background on first use (`prefect server start` on 127.0.0.1, the first free port from 4200) and that later
-  runs reuse: only the first run of the machine pays its start, and the Prefect UI keeps the run history.
-  `agent-eval server status` shows it, `agent-eval server stop` stops it.
+  background on first use (Prefect's server app, as `prefect server start` runs it, on 127.0.0.1, the first free
+  port from 4200, through `agent_eval.runtime.prefect_server`) and that later runs reuse: only the first run of
+  the machine pays its start, and the Prefect UI keeps the run history. `agent-eval server status` shows it,
+  `agent-eval server stop` stops it.
 
 The server process is detached (its own session, not a child of the run), so stopping a run never stops it.
-Its pid, port and UI address live in `$AGENT_EVAL_HOME/prefect-server.json`, its log beside it; a file lock
-keeps two runs that start at once from starting two servers.
+It stops itself after `AGENT_EVAL_SERVER_IDLE_MINUTES` (default 60; 0: never) with no API or UI request and no
+flow run in progress (`agent_eval.runtime.prefect_server`); the next run starts it again.
+Its pid, port and UI address live in `$AGENT_EVAL_HOME/prefect-server.json`, its log beside it, and an entry in
+the machine-wide registry (`agent_eval.runtime.registry`); a file lock keeps two runs that start at once from
+starting two servers.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.errors import InfrastructureError
+from agent_eval.runtime import registry
 from agent_eval.runtime.background import (
     in_ci,
     runs_command,
@@ -44,8 +49,9 @@ from agent_eval.runtime.background import (
     stop_process,
     stop_with_this_process,
 )
+from agent_eval.runtime.prefect_server import STATE_FILE
 from agent_eval.runtime.processes import group_members, listens_on, process_alive
-from agent_eval.settings import home_dir
+from agent_eval.settings import home_dir, settings
 
 if TYPE_CHECKING:
     from prefect.server.api.server import SubprocessASGIServer
@@ -70,7 +76,6 @@ ServerMode = Literal["configured", "ephemeral", "local"]
 FIRST_PORT = 4200
 STARTUP_TIMEOUT_SECONDS = 90.0
 _START_TRIES = 3
-_STATE_FILE = "prefect-server.json"
 RECORDER_BATCH_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "500",
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
@@ -108,17 +113,17 @@ class LocalServer:
 def server_mode() -> ServerMode:
     """Which server a run uses (rules in the module docstring).
 
+    The settings are read first, even for a configured server: the CLI asks this before it starts a server or
+    runs anything, so a bad `AGENT_EVAL_*` variable is reported here, before any work.
+
     Raises:
-        EvalInputError: `AGENT_EVAL_PREFECT_SERVER` is neither `local` nor `ephemeral`.
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. `AGENT_EVAL_PREFECT_SERVER` is neither
+            `local` nor `ephemeral` (`agent_eval.settings.settings`).
     """
+    chosen = settings().prefect_server
     if configured_api_url():
         return "configured"
-    chosen = os.environ.get(SERVER_MODE_ENV, "").strip().lower()
-    if chosen in ("ephemeral", "local"):
-        return "ephemeral" if chosen == "ephemeral" else "local"
-    if chosen:
-        raise EvalInputError(f"{SERVER_MODE_ENV}={chosen!r} is not one of 'local', 'ephemeral'")
-    return "ephemeral" if in_ci() else "local"
+    return chosen or ("ephemeral" if in_ci() else "local")
 
 
 def configured_api_url() -> str | None:
@@ -142,9 +147,10 @@ def _profile_api_url() -> str | None:
     return str(value) if value else None
 
 
-def local_server_status() -> LocalServer | None:
-    """The running local server, or None (a stale state file, of a server that died, is removed)."""
-    state = _state_path()
+def local_server_status(home: Path | None = None) -> LocalServer | None:
+    """The running local server of `home` (default: `$AGENT_EVAL_HOME`), or None (a stale state file, of a
+    server that died, is removed)."""
+    state = _state_path(home)
     try:
         server = LocalServer(**json.loads(state.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
@@ -208,14 +214,16 @@ def _listens(server: LocalServer) -> bool:
     return any(listens_on(pid, server.port) for pid in group_members(server.pgid))
 
 
-def stop_local_server(grace_seconds: float = 10.0) -> LocalServer | None:
-    """Stop the local server (its whole process group: SIGTERM, then SIGKILL); returns it, or None if none ran."""
-    with state_lock(_state_path()):
-        server = local_server_status()
+def stop_local_server(grace_seconds: float = 10.0, home: Path | None = None) -> LocalServer | None:
+    """Stop the local server of `home` (default: `$AGENT_EVAL_HOME`; its whole process group: SIGTERM, which
+    lets it end its services and writes, then SIGKILL after `grace_seconds`); returns it, or None if none ran."""
+    with state_lock(_state_path(home)):
+        server = local_server_status(home)
         if server is None:
             return None
         stop_process(server.pid, grace_seconds, group=server.pgid)
-        _state_path().unlink(missing_ok=True)
+        _state_path(home).unlink(missing_ok=True)
+        registry.unregister("server", server.pid)
         return server
 
 
@@ -345,9 +353,14 @@ def announce_started(server: LocalServer) -> None:
 
 
 def _spawn(port: int) -> LocalServer:
-    """`prefect server start` detached from this process: a shell starts it in the background and exits at
-    once, so the server is not our child (a signal that stops the run does not stop it)."""
-    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    """Prefect's server (`agent_eval.runtime.prefect_server`) detached from this process: a shell starts it in
+    the background and exits at once, so the server is not our child (a signal that stops the run does not stop
+    it). `-P`: no folder on `sys.path` before the installed packages (it runs in the home folder)."""
+    current = settings()
+    command = [sys.executable, "-P", "-m", "agent_eval.runtime.prefect_server", "--port", str(port)]
+    command += ["--home", str(home_dir()), "--idle-minutes", f"{max(current.server_idle_minutes, 0.0):g}"]
+    store_url = current.db_url or f"sqlite:///{home_dir() / 'agent_eval.db'}"
+    command += ["--store-url", registry.hide_password(store_url)]  # a command line is visible to every user
     env = {**RECORDER_BATCH_DEFAULTS, **os.environ}
     env |= {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "true"}
     env.pop("PREFECT_API_URL", None)
@@ -377,12 +390,13 @@ def _healthy(api_url: str) -> bool:
 
 
 def _is_prefect_server(pid: int) -> bool:
-    """Whether `pid` still runs `prefect server start`."""
+    """Whether `pid` still runs a Prefect server (ours, `agent_eval.runtime.prefect_server`, or
+    `prefect server start` as earlier versions started it)."""
     return runs_command(pid, b"prefect", b"server")
 
 
-def _state_path() -> Path:
-    return home_dir() / _STATE_FILE
+def _state_path(home: Path | None = None) -> Path:
+    return (home or home_dir()) / STATE_FILE
 
 
 def _log_path() -> Path:

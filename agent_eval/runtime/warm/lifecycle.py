@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from agent_eval.runtime import registry
 from agent_eval.runtime.background import runs_command, spawn_detached, state_lock, stop_process
 from agent_eval.runtime.processes import process_alive
 from agent_eval.runtime.warm.protocol import socket_path
@@ -40,9 +41,10 @@ class WarmProcess:
     started_at: float
 
 
-def warm_process_status() -> WarmProcess | None:
-    """The warm process when it runs and listens, else None (still importing, or not running)."""
-    warm = _recorded()
+def warm_process_status(home: Path | None = None) -> WarmProcess | None:
+    """The warm process of `home` (default: `$AGENT_EVAL_HOME`) when it runs and listens, else None (still
+    importing, or not running)."""
+    warm = _recorded(home)
     return warm if warm is not None and Path(warm.socket_path).exists() else None
 
 
@@ -71,16 +73,18 @@ def wait_until_ready(warm: WarmProcess, timeout: float = READY_TIMEOUT_SECONDS) 
     return False
 
 
-def stop_warm_process(grace_seconds: float = 5.0) -> WarmProcess | None:
-    """Stop the warm process (SIGTERM, then SIGKILL), listening or not; runs it started go on to their end."""
-    with state_lock(_state_path()):
-        warm = _recorded()
+def stop_warm_process(grace_seconds: float = 5.0, home: Path | None = None) -> WarmProcess | None:
+    """Stop the warm process of `home` (default: `$AGENT_EVAL_HOME`; SIGTERM, then SIGKILL), listening or not;
+    runs it started go on to their end."""
+    with state_lock(_state_path(home)):
+        warm = _recorded(home)
         if warm is None:
             return None
         stop_process(warm.pid, grace_seconds)
         with contextlib.suppress(OSError):
             os.unlink(warm.socket_path)
-        _state_path().unlink(missing_ok=True)
+        _state_path(home).unlink(missing_ok=True)
+        registry.unregister("warm", warm.pid)
         return warm
 
 
@@ -91,9 +95,9 @@ def log_path() -> Path:
     return path
 
 
-def _recorded() -> WarmProcess | None:
+def _recorded(home: Path | None = None) -> WarmProcess | None:
     """The warm process the state file names, if that pid still runs one (else the stale file is removed)."""
-    state = _state_path()
+    state = _state_path(home)
     try:
         warm = WarmProcess(**json.loads(state.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
@@ -104,5 +108,5 @@ def _recorded() -> WarmProcess | None:
     return None
 
 
-def _state_path() -> Path:
-    return home_dir() / _STATE_FILE
+def _state_path(home: Path | None = None) -> Path:
+    return (home or home_dir()) / _STATE_FILE

@@ -21,7 +21,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from agent_eval.errors import EXIT_INFRASTRUCTURE
+from agent_eval.errors import EXIT_INFRASTRUCTURE, EvalInputError
+from agent_eval.runtime import registry
 from agent_eval.runtime.warm.protocol import (
     STDIO,
     code_fingerprint,
@@ -33,8 +34,9 @@ from agent_eval.runtime.warm.protocol import (
     settled_env,
     socket_path,
 )
+from agent_eval.settings import home_dir, settings
 
-__all__ = ["DEFAULT_IDLE_MINUTES", "IDLE_ENV", "PRELOADED", "idle_limit_seconds", "serve"]
+__all__ = ["IDLE_ENV", "PRELOADED", "idle_limit_seconds", "serve"]
 
 PRELOADED = (
     "agent_eval.cli",
@@ -73,7 +75,6 @@ PRELOADED = (
 ADK or Python agent imports, measured on the race agent (`benchmarks/bench_vs_adk.py`); never the user's own."""
 
 IDLE_ENV = "AGENT_EVAL_WARM_IDLE_MINUTES"
-DEFAULT_IDLE_MINUTES = 60.0
 _ACCEPT_POLL_SECONDS = 1.0
 _DRAIN_SECONDS = 20.0
 _COLD_EXIT = 75  # a child that found Prefect's settings changed; no command of ours exits with it
@@ -98,6 +99,7 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
     gc.freeze()  # the children's collections skip what was imported: no scan, no copy-on-write of those pages
     expected = {"code": code_fingerprint(), "env": settled_env(dict(os.environ))}
     listener = _listen(socket_path())
+    entry = _register()
     children: dict[int, _Child] = {}
     woken, waker = _wake_on_child_exit()
     signal.signal(signal.SIGTERM, _exit_on_signal)
@@ -108,9 +110,12 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
             if woken in readable:
                 with contextlib.suppress(BlockingIOError):
                     woken.recv(4096)
+            running = len(children)
             _report_finished(children)
             if listener in readable and not _serve_one(listener, run, expected, children):
                 break
+            if listener in readable or len(children) < running:
+                entry = _touched(entry)
             if children or listener in readable:
                 last_busy = time.monotonic()
             elif idle_limit is not None and time.monotonic() - last_busy >= idle_limit:
@@ -123,6 +128,8 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
             listener.close()
             with contextlib.suppress(OSError):
                 os.unlink(socket_path())
+            if entry is not None:
+                registry.unregister("warm", entry.pid)
             _drain(children)
             sys.stdout.flush()
             os._exit(0)  # nothing ran here to finish: the preloaded libraries' exit hooks would only cost time
@@ -130,15 +137,42 @@ def serve(run: Callable[[list[str]], int], preload: Sequence[str] = PRELOADED) -
 
 def idle_limit_seconds() -> float | None:
     """How long the warm process waits for a request before it exits, freeing its memory (~250 MB):
-    `AGENT_EVAL_WARM_IDLE_MINUTES` (default 60; 0 or less: never). A value that is no number counts as the
-    default, and says so in the warm log (the warm process has no terminal to tell)."""
-    raw = os.environ.get(IDLE_ENV, "").strip()
+    `AGENT_EVAL_WARM_IDLE_MINUTES` (default 60; 0 or less: never). While an `AGENT_EVAL_*` variable is not
+    valid (`agent_eval.settings.settings`), the default is used, and the warm log says so: the warm process runs
+    in the background, with nobody to read an error (a run it serves reports the variable itself)."""
+    from agent_eval.settings import DEFAULT_WARM_IDLE_MINUTES
+
     try:
-        minutes = float(raw) if raw else DEFAULT_IDLE_MINUTES
-    except ValueError:
-        print(f"{IDLE_ENV}={raw!r} is no number of minutes: {DEFAULT_IDLE_MINUTES:g} used", flush=True)
-        minutes = DEFAULT_IDLE_MINUTES
+        minutes = settings().warm_idle_minutes
+    except EvalInputError as error:
+        print(f"{error.one_line()}; idle limit: the default {DEFAULT_WARM_IDLE_MINUTES:g} min", flush=True)
+        minutes = DEFAULT_WARM_IDLE_MINUTES
     return minutes * 60 if minutes > 0 else None
+
+
+def _register() -> registry.Entry | None:
+    """This warm process's entry in the machine-wide registry (`agent_eval.runtime.registry`), or None when it
+    cannot be written (the warm process serves all the same)."""
+    try:
+        current = settings()
+        store_url = current.db_url or f"sqlite:///{home_dir() / 'agent_eval.db'}"
+    except EvalInputError:
+        store_url = ""
+    try:
+        return registry.register("warm", home_dir(), str(socket_path()), store_url)
+    except OSError as error:
+        print(f"not in the registry of background processes: {error}", flush=True)
+        return None
+
+
+def _touched(entry: registry.Entry | None) -> registry.Entry | None:
+    """`entry` with its last activity now (None stays None; a registry that cannot be written is no error)."""
+    if entry is None:
+        return None
+    try:
+        return registry.touch(entry)
+    except OSError:
+        return entry
 
 
 def _wake_on_child_exit() -> tuple[socket.socket, socket.socket]:
