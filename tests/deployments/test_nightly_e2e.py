@@ -120,7 +120,7 @@ def test_a_worse_agent_between_two_deployment_runs_raises_the_alert(tmp_path: Pa
     assert "home_automation_demo/turn_off_bedroom_device" in alert["flipped_to_failing"]
     assert "response_match_score" in alert["regressed_metrics"]
     assert alert["text"].startswith(":rotating_light: agent-eval regression in home_automation_demo")
-    with Session(get_engine(f"sqlite:///{tmp_path / 'ae' / 'agent_eval.db'}")) as session:
+    with Session(get_engine(f"sqlite:///{tmp_path / 'store.db'}")) as session:
         runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
         assert [(r.status, r.regressed) for r in runs] == [("completed", None), ("completed", True)]
         assert runs[1].baseline_run_id == runs[0].id
@@ -202,8 +202,9 @@ def root_agent(message, session):  # type: ignore[no-redef]
 
 
 def _runs(home: Path, agent: str | None = None) -> list[Run]:
-    """The runs in the store under `home`, oldest first (of `agent` only, when given)."""
-    with Session(get_engine(f"sqlite:///{home / 'store.db'}")) as session:
+    """The runs in the store of the module's stack (the default one of its `AGENT_EVAL_HOME`, `home / "ae"`),
+    oldest first (of `agent` only, when given)."""
+    with Session(get_engine(f"sqlite:///{home / 'ae' / 'agent_eval.db'}")) as session:
         runs = session.exec(select(Run).order_by(col(Run.started_at))).all()
         return [run for run in runs if agent is None or run.agent_reference == agent]
 
