@@ -40,6 +40,7 @@ __all__ = ["IDLE_ENV", "PRELOADED", "idle_limit_seconds", "serve"]
 
 PRELOADED = (
     "agent_eval.cli",
+    "agent_eval.settings.model",  # pydantic-settings: every command reads its settings
     "agent_eval.api",
     "agent_eval.flows.evaluate",
     "agent_eval.store.repository",
