@@ -53,7 +53,7 @@ def test_the_readme_table_lists_every_setting_with_its_default_and_meaning() -> 
         for name, field in Settings.model_fields.items()
     ]
     assert _readme_rows() == fields
-    assert len(fields) == 20
+    assert len(fields) == 21
 
 
 def test_every_description_is_one_sentence() -> None:
@@ -72,6 +72,7 @@ VALID = [
     ("warm", "off", False),
     ("warm_idle_minutes", "-1", -1.0),
     ("server_idle_minutes", "0.5", 0.5),
+    ("registry_dir", "/tmp/agent-eval-registry", Path("/tmp/agent-eval-registry")),
     ("progress_interval", "0.25", 0.25),
     ("max_input_mb", "0.001", 0.001),
     ("agent_version", "2026-12-01", "2026-12-01"),

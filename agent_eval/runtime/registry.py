@@ -7,7 +7,7 @@ Internal: the interface is the `agent-eval` command; this module's names may cha
 Rules:
 
 - **Where.** `$XDG_RUNTIME_DIR/agent-eval/processes` when that variable names a folder, else
-  `<tempdir>/agent-eval-<uid>/processes` (mode 0700); `AGENT_EVAL_REGISTRY_DIR` overrides both (tests).
+  `<tempdir>/agent-eval-<uid>/processes` (mode 0700); `AGENT_EVAL_REGISTRY_DIR` overrides both.
 - **Written by the process itself** when it starts serving (`register`), removed when it stops (`unregister`);
   each file is written to a temporary name and renamed into place (`os.replace`), so a reader never sees half a
   file and concurrent writers never mix their bytes.
@@ -31,6 +31,7 @@ from typing import Literal
 
 from agent_eval.runtime.background import runs_command
 from agent_eval.runtime.processes import process_alive
+from agent_eval.settings import settings
 
 __all__ = ["REGISTRY_ENV", "Entry", "Kind", "entries", "register", "registry_dir", "touch", "unregister"]
 
@@ -65,10 +66,10 @@ class Entry:
 
 def registry_dir() -> Path:
     """The registry's folder (rules in the module docstring), created private to the user if missing."""
-    chosen = os.environ.get(REGISTRY_ENV)
+    chosen = settings().registry_dir
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if chosen:
-        folder = Path(chosen)
+        folder = chosen
     elif runtime and Path(runtime).is_dir():
         folder = Path(runtime) / "agent-eval" / "processes"
     else:

@@ -51,7 +51,7 @@ from agent_eval.runtime.background import (
 )
 from agent_eval.runtime.prefect_server import STATE_FILE
 from agent_eval.runtime.processes import group_members, listens_on, process_alive
-from agent_eval.settings import home_dir, settings
+from agent_eval.settings import default_store_url, home_dir, settings
 
 if TYPE_CHECKING:
     from prefect.server.api.server import SubprocessASGIServer
@@ -359,8 +359,7 @@ def _spawn(port: int) -> LocalServer:
     current = settings()
     command = [sys.executable, "-P", "-m", "agent_eval.runtime.prefect_server", "--port", str(port)]
     command += ["--home", str(home_dir()), "--idle-minutes", f"{max(current.server_idle_minutes, 0.0):g}"]
-    store_url = current.db_url or f"sqlite:///{home_dir() / 'agent_eval.db'}"
-    command += ["--store-url", registry.hide_password(store_url)]  # a command line is visible to every user
+    command += ["--store-url", registry.hide_password(default_store_url())]  # a command line: visible to all users
     env = {**RECORDER_BATCH_DEFAULTS, **os.environ}
     env |= {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "true"}
     env.pop("PREFECT_API_URL", None)

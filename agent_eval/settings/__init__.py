@@ -43,6 +43,7 @@ __all__ = [
     "WARM_ENV",
     "Settings",
     "default_store_shown",
+    "default_store_url",
     "home_dir",
     "settings",
     "warm_allowed",
@@ -103,6 +104,15 @@ def home_dir() -> Path:
 DB_URL_ENV = "AGENT_EVAL_DB_URL"
 STORE_RULE = "$AGENT_EVAL_DB_URL, else the SQLite file agent_eval.db in $AGENT_EVAL_HOME (default ~/.agent_eval)"
 """Where every command, the Python API and a deployment's flow runs store runs when none is named."""
+
+
+def default_store_url() -> str:
+    """The store `STORE_RULE` names: `$AGENT_EVAL_DB_URL`, else the SQLite file `agent_eval.db` in the home folder.
+
+    Raises:
+        EvalInputError: an `AGENT_EVAL_*` variable is not valid (`settings()`).
+    """
+    return settings().db_url or f"sqlite:///{home_dir() / 'agent_eval.db'}"
 
 
 def default_store_shown() -> str:

@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         description="Minutes without an API or UI request and with no flow run in progress after which the local "
         "Prefect server stops itself; 0 or less: never.",
     )
+    registry_dir: Path | None = Field(
+        None,
+        description="The folder of the machine-wide list of agent-eval's background processes (`server status "
+        "--all`); unset: `$XDG_RUNTIME_DIR/agent-eval/processes`, else a private folder in the system's temporary "
+        "directory.",
+    )
     progress_interval: float = Field(
         DEFAULT_PROGRESS_INTERVAL_SECONDS,
         gt=0,

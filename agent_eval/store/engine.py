@@ -25,7 +25,6 @@ from sqlmodel import create_engine
 from agent_eval import settings as settings_package
 from agent_eval.errors import EvalInputError, InfrastructureError
 from agent_eval.secrets import redact_url_credentials
-from agent_eval.settings import settings
 from agent_eval.store.migrate import upgrade
 
 __all__ = [
@@ -63,8 +62,7 @@ def default_db_url() -> str:
     Raises:
         EvalInputError: an `AGENT_EVAL_*` variable is not valid (`agent_eval.settings.settings`).
     """
-    current = settings()
-    return current.db_url or f"sqlite:///{current.home / 'agent_eval.db'}"
+    return settings_package.default_store_url()
 
 
 def normalize_url(url: str) -> str:
