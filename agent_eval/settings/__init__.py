@@ -112,7 +112,7 @@ def default_store_url() -> str:
     Raises:
         EvalInputError: an `AGENT_EVAL_*` variable is not valid (`settings()`).
     """
-    return settings().db_url or f"sqlite:///{home_dir() / 'agent_eval.db'}"
+    return settings().db_url or _home_store_url()
 
 
 def default_store_shown() -> str:
@@ -120,6 +120,11 @@ def default_store_shown() -> str:
     `$AGENT_EVAL_DB_URL` by name (its value may hold a password). Read without pydantic (`--help` shows it)."""
     if os.environ.get(DB_URL_ENV, "").strip():
         return f"${DB_URL_ENV}"
+    return _home_store_url()
+
+
+def _home_store_url() -> str:
+    """The SQLite file `agent_eval.db` in the home folder, as a URL: the store when none is named."""
     return f"sqlite:///{home_dir() / 'agent_eval.db'}"
 
 

@@ -34,7 +34,7 @@ from agent_eval.runtime.warm.protocol import (
     settled_env,
     socket_path,
 )
-from agent_eval.settings import home_dir, settings
+from agent_eval.settings import default_store_url, home_dir, settings
 
 __all__ = ["IDLE_ENV", "PRELOADED", "idle_limit_seconds", "serve"]
 
@@ -155,8 +155,7 @@ def _register() -> registry.Entry | None:
     """This warm process's entry in the machine-wide registry (`agent_eval.runtime.registry`), or None when it
     cannot be written (the warm process serves all the same)."""
     try:
-        current = settings()
-        store_url = current.db_url or f"sqlite:///{home_dir() / 'agent_eval.db'}"
+        store_url = default_store_url()
     except EvalInputError:
         store_url = ""
     try:
