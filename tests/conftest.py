@@ -58,3 +58,18 @@ def prefect_server() -> Iterator[None]:
 def sqlite_url(tmp_path: Path) -> str:
     """A fresh SQLite store file for one test."""
     return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture
+def quiet_cli_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variables the CLI sets by default, set here so that they are undone after the test; no webhook."""
+    from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
+
+    for name, value in {
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+        "PREFECT_LOGGING_ROOT_LEVEL": "CRITICAL",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv(ALERT_WEBHOOK_ENV, raising=False)

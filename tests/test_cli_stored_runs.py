@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from agent_eval.cli import main
-from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
 from agent_eval.store import get_engine, list_runs
 from tests.flows import regression_agents
 from tests.flows.helpers import write_echo_set
@@ -23,16 +22,8 @@ TRAJECTORY, RESPONSE = "tool_trajectory_avg_score", "response_match_score"
 
 
 @pytest.fixture(autouse=True)
-def _quiet_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The variables the CLI sets by default, set here so that they are undone after the test; no webhook."""
-    for name, value in {
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
-        "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-        "PREFECT_LOGGING_ROOT_LEVEL": "CRITICAL",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv(ALERT_WEBHOOK_ENV, raising=False)
+def _quiet_env(quiet_cli_env: None) -> Iterator[None]:
+    """`quiet_cli_env` for every test here; the regression agents' modes reset after each."""
     yield
     regression_agents.MODES.clear()
 

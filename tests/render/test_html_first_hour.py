@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_eval.cli import main
-from agent_eval.compare.alerts import ALERT_WEBHOOK_ENV
 from agent_eval.render.html import render_html
 from agent_eval.results.aggregate import build_report
 from agent_eval.results.model import MetricResult, RunReport
@@ -303,27 +301,13 @@ def test_in_chromium_the_changed_call_shows_the_argument_that_differs(probed: di
 
 
 # ------------------------------------------------------------------------------------------- the command line
-@pytest.fixture
-def _quiet_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The variables the CLI sets by default, set here so that they are undone after the test; no webhook."""
-    for name, value in {
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
-        "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-        "PREFECT_LOGGING_ROOT_LEVEL": "CRITICAL",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv(ALERT_WEBHOOK_ENV, raising=False)
-    yield
-
-
 def history_section(page: str) -> str:
     start = page.index("<h2>History of ")
     return page[start : page.index("</section>", start)]
 
 
 @pytest.mark.flow
-@pytest.mark.usefixtures("prefect_server", "_quiet_env")
+@pytest.mark.usefixtures("prefect_server", "quiet_cli_env")
 def test_run_html_has_the_history_report_shows_and_both_say_what_they_wrote(
     tmp_path: Path, sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
