@@ -62,6 +62,14 @@ class WarmStack:
         found = (pattern.match(line) for line in self.log_lines())
         return [{"pid": m[1], "exit": m[2], "argv": m[3]} for m in found if m]
 
+    def served_since(self, before: int, count: int = 1) -> list[dict[str, str]]:
+        """The run lines after the first `before`, once `count` of them are there (or `EXIT_DEADLINE` passed): the
+        warm process logs a run when it reaps the child, which may be just after the client has its exit code."""
+        deadline = time.monotonic() + EXIT_DEADLINE
+        while len(self.runs_served()) < before + count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.runs_served()[before:]
+
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmStack]:
@@ -106,7 +114,7 @@ def test_a_run_goes_through_the_warm_process_and_reports_as_a_cold_run_does(stac
     cold_run = stack.cli("run", eval_file.name, "--agent", AGENT, "-q", cwd=stack.folder, AGENT_EVAL_WARM="0")
 
     assert (warm_run.returncode, cold_run.returncode) == (0, 0), warm_run.stderr + cold_run.stderr
-    served = stack.runs_served()[served_before:]
+    served = stack.served_since(served_before)
     assert [(run["exit"], json.loads(run["argv"])[:2]) for run in served] == [("0", ["run", eval_file.name])]
     assert "Total: 3  Passed: 3  Failed: 0  Pass rate: 100.0%" in warm_run.stdout
     assert _summary(warm_run.stdout) == _summary(cold_run.stdout)
@@ -127,7 +135,7 @@ def test_bad_input_is_one_line_and_exit_2_from_the_client_or_the_warm_process(st
         assert result.returncode == 2
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert named in result.stderr
-    assert [run["exit"] for run in stack.runs_served()[served_before:]] == ["2"]
+    assert [run["exit"] for run in stack.served_since(served_before)] == ["2"]
 
 
 def _slow_run(stack: WarmStack) -> tuple[subprocess.Popen[str], str]:
@@ -149,6 +157,7 @@ def _slow_run(stack: WarmStack) -> tuple[subprocess.Popen[str], str]:
 
 def test_a_signal_to_the_client_reaches_the_run_and_its_exit_code_comes_back(stack: WarmStack) -> None:
     client, run_id = _slow_run(stack)
+    served_before = len(stack.runs_served())  # the slow run is not logged before it ends
     try:
         client.send_signal(signal.SIGINT)
         _, stderr = client.communicate(timeout=EXIT_DEADLINE)
@@ -158,7 +167,7 @@ def test_a_signal_to_the_client_reaches_the_run_and_its_exit_code_comes_back(sta
     assert client.returncode == 130
     assert stderr.strip().splitlines() == [f"agent-eval: stopped by SIGINT; run(s) marked cancelled: {run_id}"]
     assert get_run(run_id, get_engine(stack.env["AGENT_EVAL_DB_URL"])).status == "cancelled"
-    assert stack.runs_served()[-1]["exit"] == "130"
+    assert [run["exit"] for run in stack.served_since(served_before)] == ["130"]
 
 
 def test_a_killed_client_stops_its_run_within_seconds(stack: WarmStack) -> None:
