@@ -18,6 +18,14 @@ cache, retries and the shared concurrency cap are our client's. ADK's rules, as 
 An empty judge answer is an unparseable sample (as ADK's Gemini model yields an empty response), not a failure.
 Statuses are recomputed with `status_for` (ADK's rule, and INFORMATIONAL without a threshold). `details` hold
 `judge_mode: "adk-exact"` and every judge call's answer or error per turn; the explanations come from them.
+
+The rubrics an evaluator finds on each actual invocation are those ADK's `LocalEvalService` puts there before any
+metric runs (`_evaluate_single_inference_result`): the invocation's own, then the case's `rubrics`
+(`_copy_eval_case_rubrics_to_actual_invocations`, done for every metric by `scoring.score_case_run`), then the
+`rubrics` of the expected invocation at the same position (`_copy_invocation_rubrics_to_actual_invocations`,
+done here by `with_expected_rubrics`): appended in that order, unfiltered, an id met twice an error. ADK's rubric
+evaluators then ask about the criterion's rubrics followed by those of the metric's `type`
+(`RubricBasedEvaluator.create_effective_rubrics_list`, ADK's code at run time).
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ from agent_eval.schema import (
     RubricScore,
 )
 
-__all__ = ["ADK_EXACT_METRICS", "adk_exact_result", "adk_invocation", "adk_metric"]
+__all__ = ["ADK_EXACT_METRICS", "adk_exact_result", "adk_invocation", "adk_metric", "with_expected_rubrics"]
 
 ADK_EXACT_METRICS = frozenset(evaluators.EVALUATORS)
 """The metric names with an ADK-exact mode."""
@@ -84,6 +92,37 @@ def _adk_invocations(invocations: Sequence[Invocation] | None, kind: str) -> lis
     return [adk_invocation(invocation, f"{kind} invocation {i}") for i, invocation in enumerate(invocations, 1)]
 
 
+def with_expected_rubrics(actual: list[AdkInvocation], expected: Sequence[AdkInvocation] | None) -> list[AdkInvocation]:
+    """`actual` (ADK's copies, changed in place) with each expected invocation's rubrics appended to the actual
+    invocation at the same position: ADK's `LocalEvalService._evaluate_single_inference_result` step 2,
+    `_copy_invocation_rubrics_to_actual_invocations` with `_add_rubrics_to_invocation`.
+
+    As in ADK: invocations are paired by position (`zip`, the shorter list decides), every rubric is appended
+    whatever its `type` (the rubric evaluators filter by type later), after the rubrics already there (the
+    actual invocation's own, then the case's), and a rubric whose id is already there is an error, even when
+    it is the same rubric. No expected invocations (a conversation scenario): nothing is added.
+
+    Raises:
+        ValueError: an expected invocation has a rubric whose id the actual invocation already has.
+    """
+    for position, (mine, reference) in enumerate(zip(actual, expected or [], strict=False), 1):
+        if not reference.rubrics:
+            continue
+        rubrics = list(mine.rubrics or [])
+        ids = {rubric.rubric_id for rubric in rubrics}
+        for rubric in reference.rubrics:
+            if rubric.rubric_id in ids:
+                raise ValueError(
+                    f"rubric_id {rubric.rubric_id!r} of expected invocation {position} is already on that "
+                    "invocation (a case rubric or another of its rubrics); google-adk rejects the case: "
+                    f"Rubric with rubric_id '{rubric.rubric_id}' already exists."
+                )
+            rubrics.append(rubric)
+            ids.add(rubric.rubric_id)
+        mine.rubrics = rubrics
+    return actual
+
+
 def _our_rubric_scores(scores: Sequence[BaseModel] | None) -> list[RubricScore] | None:
     return [RubricScore.model_validate(score.model_dump()) for score in scores] if scores else None
 
@@ -112,18 +151,23 @@ async def adk_exact_result(
 ) -> EvaluationResult:
     """The metric scored by google-adk's own evaluator over our judge client (see the module docstring).
 
+    The actual invocations carry the case's rubrics already (`scoring.score_case_run`); the expected ones'
+    are added here (`with_expected_rubrics`), so that the evaluator gets what ADK's `LocalEvalService` gives it.
+
     Raises:
-        ValueError: ADK's evaluator rejects the case (e.g. no rubric for an invocation), or an invocation
-            is not readable by ADK's model.
+        ValueError: ADK's evaluator rejects the case (e.g. no rubric for an invocation), an expected
+            invocation's rubric id is already on its actual invocation, or an invocation is not readable by
+            ADK's model.
         JudgeSampleFailed: `per_turn_user_simulator_quality_v1`'s judge call failed (ADK's rule).
     """
     name, threshold = eval_metric.metric_name, eval_metric.effective_threshold
     llm = ClientLlm.for_options(options.judge_model_options)
+    adk_expected = _adk_invocations(expected, "expected")
     run = _Run(
         actual,
         expected,
-        _adk_invocations(actual, "actual") or [],
-        _adk_invocations(expected, "expected"),
+        with_expected_rubrics(_adk_invocations(actual, "actual") or [], adk_expected),
+        adk_expected,
         evaluators.EVALUATORS[name](adk_metric(name, options, threshold), llm),
         llm,
         options.judge_model_options,
