@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from agent_eval.io import load_eval_config as load_eval_config
     from agent_eval.io import load_eval_set as load_eval_set
     from agent_eval.io import load_eval_sets as load_eval_sets
+    from agent_eval.judges.api import export_labels as export_labels
+    from agent_eval.judges.api import import_labels as import_labels
+    from agent_eval.judges.api import judge_agreements as judge_agreements
+    from agent_eval.judges.api import label as label
     from agent_eval.metrics.custom import CustomMetric as CustomMetric
     from agent_eval.metrics.custom import invocation_metric as invocation_metric
     from agent_eval.metrics.custom import register_custom_metric as register_custom_metric

@@ -53,7 +53,7 @@ def test_the_readme_table_lists_every_setting_with_its_default_and_meaning() -> 
         for name, field in Settings.model_fields.items()
     ]
     assert _readme_rows() == fields
-    assert len(fields) == 21
+    assert len(fields) == 22
 
 
 def test_every_description_is_one_sentence() -> None:
@@ -85,6 +85,7 @@ VALID = [
     ("judge_retry_max_delay", "3600", 3600.0),
     ("shard_stale_seconds", "45", 45.0),
     ("alert_webhook", WEBHOOK, SecretStr(WEBHOOK)),
+    ("labeller", "ada", "ada"),
     ("alert_block_id", "0b1c5e7a-2f4d-4c8e-9a6b-3d2e1f0a9b8c", UUID("0b1c5e7a-2f4d-4c8e-9a6b-3d2e1f0a9b8c")),
 ]
 

@@ -5,7 +5,9 @@ Internal: the interface is the `agent-eval` command; this module's names may cha
 Commands: `run` (evaluate and store a run), `rerun RUN_ID` (its cases again), `rescore RUN_ID` (its
 invocations with a new config), `history` (stored runs, newest first), `show RUN_ID` (one run's summary and
 failures), `compare RUN_A RUN_B` (metric means and changed cases), `report RUN_ID -o FILE.html`, `server
-start|stop|status` (the local Prefect server that runs reuse, `agent_eval.runtime.server`). A RUN_ID (and
+start|stop|status` (the local Prefect server that runs reuse, `agent_eval.runtime.server`), `label RUN_ID`,
+`labels import|export FILE` and `judges` (human labels of judged items and each judge's agreement with them,
+`agent_eval.cli.judges`). A RUN_ID (and
 `run --baseline`) is a whole run id or a unique prefix of one, at least 6 characters, as git takes commits
 (`agent_eval.store.queries.resolve_run_id`). `history` fits its table into the terminal's width when stdout is a
 terminal, and prints every column with whole ids to a pipe or file, or with `--wide`.
@@ -37,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from agent_eval.cli.judges import JUDGE_COMMANDS, with_judge_agreement
 from agent_eval.cli.parser import build_parser
 from agent_eval.cli.recorded import import_sessions_command, recorded_source
 from agent_eval.cli.server import keep_warm, server_command
@@ -127,7 +130,7 @@ def report_command(args: argparse.Namespace) -> int:
     """`agent-eval report RUN_ID -o report.html`: the stored run's HTML report with its eval sets' trend."""
     from agent_eval.compare.run_history import show
 
-    _write_report_files(show(args.run_id, db_url=args.db_url), args)
+    _write_report_files(with_judge_agreement(show(args.run_id, db_url=args.db_url), args.db_url), args)
     return EXIT_OK
 
 
@@ -151,6 +154,7 @@ def _finish(report: RunReport, args: argparse.Namespace) -> int:
     outage, 3 on a regression, 1 when a case failed or a criterion scored nothing, 0 otherwise."""
     from agent_eval.render import format_summary, write_outputs
 
+    report = with_judge_agreement(report, args.db_url)  # as `show` and `report` give it
     print(format_summary(report))  # its last lines are the regression check against the baseline
     print(f"Stored in {_store_shown(args.db_url)}")  # where `history`, `show` and `report` find this run
     if args.verbose:
@@ -229,7 +233,7 @@ def show_command(args: argparse.Namespace) -> int:
     from agent_eval.compare.run_history import run_info, show
     from agent_eval.render import format_summary
 
-    report = show(args.run_id, db_url=args.db_url)
+    report = with_judge_agreement(show(args.run_id, db_url=args.db_url), args.db_url)
     if args.json:
         print(report.to_json())
         return EXIT_OK
@@ -261,12 +265,15 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": report_command,
     "server": server_command,
     "import-sessions": import_sessions_command,
+    **JUDGE_COMMANDS,
 }
 
 
 STORE_COMMANDS = frozenset(COMMANDS) - {"server", "import-sessions"}
 """Every command reads or writes the store: it is checked (and abandoned runs ended) before anything else."""
 EVALUATING_COMMANDS = frozenset({"run", "rerun", "rescore"})
+WARM_COMMANDS = STORE_COMMANDS - {"label"}
+"""The commands the warm process may run: not `label`, a server that lives until Ctrl-C."""
 
 
 EXIT_CLOSED_PIPE = 128 + signal.SIGPIPE
@@ -318,7 +325,7 @@ def _command(argv: Sequence[str] | None) -> int:
         _check_arguments(args)
     except EvalInputError as error:
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
-    if args.command in STORE_COMMANDS and (code := _in_warm_process(argv, verbose)) is not None:
+    if args.command in WARM_COMMANDS and (code := _in_warm_process(argv, verbose)) is not None:
         return code
     if args.command in EVALUATING_COMMANDS:
         from agent_eval.cli.shutdown import install_signal_handlers

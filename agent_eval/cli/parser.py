@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from agent_eval.agents.references import AGENT_REFERENCE_FORMS
+from agent_eval.cli.judges import add_judges_parsers
 from agent_eval.cli.recorded import RECORDED_FORMAT_CHOICES, add_import_sessions_parser, add_recorded_arguments
 from agent_eval.cli.server import add_server_parser
 from agent_eval.cli.values import age_hours, positive
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parser(commands)
     _add_history_parsers(commands)
     _add_stored_run_parsers(commands)
+    add_judges_parsers(commands, _db_url_help())
     add_server_parser(commands)
     add_import_sessions_parser(commands)
     return parser

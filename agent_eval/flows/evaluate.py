@@ -37,6 +37,7 @@ from agent_eval.runtime.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, JudgeConfig
 from agent_eval.secrets import redact_config
 from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
+from agent_eval.store.engine import default_db_url, shown_url
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
 from agent_eval.tasks import persist_part, persist_report, record_run_start, score_metric, unvisited
 from agent_eval.tasks.dask import check_dask, dask_address
@@ -157,7 +158,14 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
         judge_stats=judge_totals().since(judge_before),
     )
     # The stored (redacted, per-eval-set) config, so that report.json, HTML and result files match the store.
-    update = {"config": run.config, "config_hash": run.config_hash, "notes": list(plan.notes), "parts": parts}
+    update = {
+        "config": run.config,
+        "config_hash": run.config_hash,
+        "notes": list(plan.notes),
+        "parts": parts,
+        "store": run.store_url,
+        "judges": run.judges,
+    }
     report = report.model_copy(update=update)
     outage = outage_error([case.agent_run for case in cases])
     if outage is not None:
@@ -231,6 +239,8 @@ def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:
         source_run_id=source_run_id,
         host=this_host(),
         pid=os.getpid(),
+        store_url=shown_url(plan.request.db_url or default_db_url()),
+        judges=plan.judges() or None,
     )
 
 

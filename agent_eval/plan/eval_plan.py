@@ -33,6 +33,7 @@ from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import check_judge_credentials
 from agent_eval.metrics.judged.adk import JudgedOptions
+from agent_eval.metrics.judged.identity import judge_identity
 from agent_eval.plan.request import SHARD_DEPLOYMENT, EvalRequest
 from agent_eval.results.run_configs import stored_config, stored_config_hash
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalSet, JudgeConfig
@@ -153,6 +154,16 @@ class EvalPlan:
         """`runs.config_hash`: the config's fingerprint, or a hash of each eval set's when they differ."""
         configs = {i: group.config for group in self.config_groups() for i in group.eval_set_ids}
         return stored_config_hash(_in_order(configs, self.eval_sets))
+
+    def judges(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """`runs.judges`: per eval set id, per judged criterion, the identity of the judge that scores it here
+        (`agent_eval.metrics.judged.identity`); eval sets with no judged criterion are left out."""
+        judges: dict[str, dict[str, dict[str, Any]]] = {}
+        for group in self.config_groups():
+            identities = {m.metric_name: judge_identity(m, spec) for m, spec in group.metrics}
+            found = {name: i.model_dump(mode="json") for name, i in identities.items() if i is not None}
+            judges.update((eval_set_id, found) for eval_set_id in group.eval_set_ids if found)
+        return judges
 
     def scoring_batches(self, runs: list[tuple[EvalCase, AgentRun]]) -> list[ScoringBatch]:
         """One batch per (config, criterion): the criterion over the case runs of that config's eval sets."""

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_eval.render.verdict import regression_lines
+from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport
 from agent_eval.results.run_configs import describe_configs
 from agent_eval.schema import EvalStatus
@@ -63,6 +64,7 @@ def format_summary(report: RunReport) -> str:
     modes = describe_judge_modes(report)
     if modes:
         lines.append(f"Judge mode: {modes}")
+    lines.extend(judge_agreement_lines(report.judge_agreement))
     lines.append(f"Config: {describe_configs(report.config, report.eval_set_ids)}")
     lines.extend(_average_lines(report))
     failed = report.failures()
@@ -75,6 +77,26 @@ def format_summary(report: RunReport) -> str:
         lines.extend(line for case in not_evaluated for line in _case_lines(case, report.num_runs))
     lines.extend(regression_lines(report.regression))
     return "\n".join(lines)
+
+
+def judge_agreement_lines(agreements: Sequence[JudgeAgreement]) -> list[str]:
+    """`Judges vs people:` then one line per judged metric (and rubric) of the run's judges, e.g.
+    `  final_response_match_v2: kappa 0.71 [0.55, 0.84] on 46 labels, agreement 89%`."""
+    if not agreements:
+        return []
+    return ["Judges vs people (`agent-eval judges` for details):", *(f"  {agreement_text(a)}" for a in agreements)]
+
+
+def agreement_text(agreement: JudgeAgreement) -> str:
+    """One judge's agreement in words: the figures, or why there are none."""
+    name = agreement.metric + (f" / rubric {agreement.rubric_id}" if agreement.rubric_id else "")
+    binary = agreement.binary
+    if binary.insufficient or binary.kappa is None:
+        return f"{name}: not measured ({binary.insufficient or 'kappa undefined'})"
+    interval = binary.kappa_interval
+    shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    agreed = f", agreement {binary.agreement:.0%}" if binary.agreement is not None else ""
+    return f"{name}: kappa {binary.kappa:.2f}{shown} on {binary.n} labels{agreed}"
 
 
 def _repeated_run_lines(report: RunReport) -> list[str]:

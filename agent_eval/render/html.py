@@ -32,6 +32,7 @@ from agent_eval.render.html_sections import (
     case_filter_bar,
     failures_first,
     is_flaky,
+    judges_section,
     regression_section,
     repeated_runs_note,
     trajectories,
@@ -352,6 +353,7 @@ def render_html(report: RunReport, history: Sequence[HistoryPoint] = ()) -> str:
         + _summary_section(report)
         + regression_section(report)
         + _metrics_section(report)
+        + judges_section(report)
         + _history_section(report, history)
         + _cases_section(report)
     )

@@ -27,6 +27,7 @@ from google.genai import types as genai_types
 
 from agent_eval.render.console import cache_line
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
+from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.results.tool_calls import Call, align, argument_diff, format_call
 from agent_eval.schema import EvalStatus, Invocation, tool_calls_of
@@ -87,6 +88,41 @@ def regression_section(report: RunReport) -> str:
         f'<section class="card regression"><h2>Regression check {badge}</h2>{intro}'
         f"{_metric_table(payload.get('metrics') or [])}{_case_lists(payload)}{_notes(payload)}</section>"
     )
+
+
+def judges_section(report: RunReport) -> str:
+    """The card of the judges' agreement with people (`RunReport.judge_agreement`): one row per judged metric (and
+    rubric) with kappa and its interval, agreement, balanced accuracy, true-pass and true-fail rates, and the
+    judge's self-consistency; or why it is not measured. Empty when the run has no labelled judge."""
+    if not report.judge_agreement:
+        return ""
+    head = (
+        "<tr><th>criterion</th><th>judge</th><th>labels</th><th>kappa [95% CI]</th><th>agreement</th>"
+        "<th>balanced accuracy</th><th>true pass</th><th>true fail</th><th>self-consistency</th></tr>"
+    )
+    rows = "".join(_judge_row(agreement) for agreement in report.judge_agreement)
+    return (
+        '<section class="card judges"><h2>Judges</h2><p>How far each LLM judge of this run agrees with human labels '
+        "(<code>agent-eval label RUN_ID</code> adds labels).</p>"
+        f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div></section>'
+    )
+
+
+def _judge_row(agreement: JudgeAgreement) -> str:
+    name = agreement.metric + (f" / {agreement.rubric_id}" if agreement.rubric_id else "")
+    cells = f"<td>{_e(name)}</td><td>{_e(agreement.judge_description)}</td><td>{agreement.labels}</td>"
+    binary = agreement.binary
+    if binary.insufficient or binary.kappa is None:
+        why = _e(binary.insufficient or "kappa undefined")
+        return f'<tr class="not-measured">{cells}<td colspan="6">not measured: {why}</td></tr>'
+    low_high = f" [{binary.kappa_interval[0]:.2f}, {binary.kappa_interval[1]:.2f}]" if binary.kappa_interval else ""
+    figures = (binary.agreement, binary.balanced_accuracy, binary.true_pass_rate, binary.true_fail_rate)
+    shares = "".join(f"<td>{_share(value)}</td>" for value in (*figures, agreement.self_consistency))
+    return f"<tr>{cells}<td>{binary.kappa:.2f}{low_high}</td>{shares}</tr>"
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
 
 
 def _metric_row(metric: Mapping[str, Any]) -> str:

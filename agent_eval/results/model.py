@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.schema import AgentRun, EvalStatus, Invocation, RubricScore
 from agent_eval.secrets import redact_config, redact_text
 
@@ -219,6 +220,19 @@ class RunReport(BaseModel):
     notes: list[str] = Field(
         default_factory=list,
         description="What the user must know about the input: recorded traces skipped, content not captured.",
+    )
+    store: str | None = Field(
+        default=None, description="The store the run was written to (its URL, password hidden); None: not stored."
+    )
+    judges: dict[str, dict[str, dict[str, Any]]] | None = Field(
+        default=None,
+        description="Per eval set id and judged criterion, the identity of the judge that scored it "
+        "(`agent_eval.metrics.judged.identity.JudgeIdentity`: model, mode, prompts, samples, config).",
+    )
+    judge_agreement: list[JudgeAgreement] = Field(
+        default_factory=list,
+        description="How far the judges that scored this run agree with human labels, per metric (filled when the "
+        "run is read for `show` and `report`: `agent_eval.judges.agreement.run_judge_agreements`).",
     )
     parts: int = Field(
         default=1,

@@ -22,6 +22,7 @@ __all__ = [
     "configs_by_eval_set",
     "criterion_keys",
     "describe_configs",
+    "judge_differences",
     "scoring_fingerprints",
     "stored_config",
     "stored_config_hash",
@@ -118,3 +119,30 @@ def _config_source(config: Mapping[str, Any], file: str | None, unnamed: str) ->
         return "ADK defaults"
     names = ", ".join(sorted(criteria)) if isinstance(criteria, Mapping) else ""
     return f"{unnamed} ({names or 'no criteria'})"
+
+
+def judge_differences(
+    now: Mapping[str, Any] | None, before: Mapping[str, Any] | None, eval_set_ids: Sequence[str]
+) -> list[str]:
+    """How the judges of two runs (their `runs.judges`) differ on the given eval sets, one text per judged
+    criterion, e.g. `final_response_match_v2: mode agent-eval (was adk-exact)`; empty when they are alike.
+
+    A run stored before judge identities were recorded (`None`) has an unknown judge: it is taken as alike, so
+    that upgrading loses no baseline (its scoring fingerprint still has to match).
+    """
+    if now is None or before is None:
+        return []
+    differences = []
+    for eval_set_id in eval_set_ids:
+        ours, theirs = now.get(eval_set_id) or {}, before.get(eval_set_id) or {}
+        for name in sorted(set(ours) | set(theirs)):
+            if ours.get(name) != theirs.get(name):
+                differences.append(f"{name}: {_identity_change(ours.get(name), theirs.get(name))}")
+    return list(dict.fromkeys(differences))
+
+
+def _identity_change(now: Mapping[str, Any] | None, before: Mapping[str, Any] | None) -> str:
+    if now is None or before is None:
+        return "judged only in one of the runs"
+    changed = [key for key in ("model", "mode", "prompts", "samples", "config") if now.get(key) != before.get(key)]
+    return ", ".join(f"{key} {now.get(key)} (was {before.get(key)})" for key in changed)

@@ -191,6 +191,14 @@ class Settings(BaseSettings):
         description="The webhook that regression and outage alerts are POSTed to when the config names none; "
         "a secret, never shown.",
     )
+    labeller: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        json_schema_extra={"allowed": "a name, 1 to 255 characters"},
+        description="Who labels judged items (`agent-eval label`, `labels import`) when `--labeller` is not "
+        "given; default: the login name.",
+    )
     alert_block_id: UUID | None = Field(
         None,
         json_schema_extra={"allowed": "a Prefect block id (a UUID)"},

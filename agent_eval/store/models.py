@@ -18,6 +18,9 @@ from agent_eval.schema import EvalSet, content_hash
 __all__ = [
     "CaseRecord",
     "EvalSetVersion",
+    "JudgeCheckRecord",
+    "JudgedItemRecord",
+    "LabelRecord",
     "MetricRecord",
     "Run",
     "RunBase",
@@ -122,6 +125,8 @@ class RunBase(SQLModel):
     error: str | None = Field(default=None, sa_type=Text)
     host: str | None = Field(default=None, max_length=255)
     pid: int | None = None
+    store_url: str | None = Field(default=None, sa_type=Text)
+    judges: dict[str, Any] | None = Field(default=None, sa_type=JSON)
 
 
 class Run(RunBase, table=True):
@@ -224,3 +229,63 @@ class Watermark(SQLModel, table=True):
     position: datetime = Field(sa_type=DateTime(timezone=True))
     run_id: str | None = Field(default=None, max_length=64)
     updated_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class JudgedItemRecord(SQLModel, table=True):
+    """One item an LLM judge scored in a run: a turn of a case run for a judged metric (and a rubric, for rubric
+    metrics), keyed by the content that was judged (`agent_eval.results.judged_items`), so that a person's label
+    of that content (`LabelRecord`) applies to every run that judged the same content."""
+
+    __tablename__ = "judged_items"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="runs.id", index=True, max_length=64)
+    case_result_id: int = Field(foreign_key="case_results.id", index=True)
+    metric_name: str = Field(index=True)
+    rubric_id: str | None = Field(default=None, max_length=255)
+    turn: int = 0
+    item_key: str = Field(index=True, max_length=64)
+    judge_score: float | None = None
+    judge_passed: bool | None = None
+    samples: list[Any] = _json(list)
+
+
+class LabelRecord(SQLModel, table=True):
+    """What a person decided about one judged item (by its content key): pass or fail, or a score for a scored
+    metric; one label per item and labeller (a new one replaces the old)."""
+
+    __tablename__ = "judge_labels"
+    __table_args__ = (UniqueConstraint("item_key", "labeller"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_key: str = Field(index=True, max_length=64)
+    metric_name: str = Field(index=True)
+    rubric_id: str | None = Field(default=None, max_length=255)
+    passed: bool | None = None
+    score: float | None = None
+    labeller: str = Field(max_length=255)
+    labelled_at: datetime = Field(sa_type=DateTime(timezone=True))
+    note: str | None = Field(default=None, sa_type=Text)
+    run_id: str | None = Field(default=None, max_length=64)
+    eval_set_id: str | None = None
+    eval_id: str | None = None
+    turn: int | None = None
+
+
+class JudgeCheckRecord(SQLModel, table=True):
+    """A re-check of a judge: every labelled item sent again to the judge as configured then (fresh calls), and
+    its agreement with the labels (`agent_eval.judges.check`)."""
+
+    __tablename__ = "judge_checks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    metric_name: str = Field(index=True)
+    judge_key: str = Field(index=True, max_length=12)
+    judge: dict[str, Any] = _json(dict)
+    checked_at: datetime = Field(sa_type=DateTime(timezone=True), index=True)
+    labels: int = 0
+    kappa: float | None = None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    agreement: dict[str, Any] = _json(dict)
+    verdicts: dict[str, Any] = _json(dict)

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from agent_eval.errors import EvalInputError
-from agent_eval.results.run_configs import scoring_fingerprints
+from agent_eval.results.run_configs import judge_differences, scoring_fingerprints
 from agent_eval.schema import EvalSet, EvalStatus
 from agent_eval.store.engine import get_engine
 from agent_eval.store.models import (
@@ -223,6 +223,9 @@ def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | 
     fingerprint (`agent_eval.schema.scoring_fingerprint` of the config that scored it: criteria with their
     thresholds and options, custom metrics, user simulator; the `regression` section does not count). The
     fingerprints are computed from `runs.config`, so runs of earlier releases are compared by the same rule.
+    And its judged criteria were scored by the same judge identities (`runs.judges`: model, resolved judge mode,
+    prompts' version, samples; `agent_eval.results.run_configs.judge_differences`): a laptop with the `adk` extra
+    and a worker without it score one config with two algorithms, and the reason then says which judge differs.
 
     A pinned run is used whatever its config (the comparison then keeps to what both measured alike, see
     `agent_eval.compare.regression`), unless it is missing or not completed; it may be given by a unique
@@ -247,8 +250,18 @@ def choose_baseline(run_id: str, engine: Engine | None = None, *, pinned: str | 
         completed = [c for c in candidates if c.status == RunStatus.COMPLETED]
         same_sets = [c for c in completed if versions.get(c.id, {}) == versions.get(run_id, {})]
         configs = _configs(session, [c.id for c in same_sets])
+        judges = _judges(session, [c.id for c in same_sets])
     wanted = scoring_fingerprints(run.config, run.eval_set_ids)
-    chosen = next((c for c in same_sets if scoring_fingerprints(configs[c.id], run.eval_set_ids) == wanted), None)
+    same_criteria = [c for c in same_sets if scoring_fingerprints(configs[c.id], run.eval_set_ids) == wanted]
+    judged = {c.id: judge_differences(run.judges, judges[c.id], run.eval_set_ids) for c in same_criteria}
+    chosen = next((c for c in same_criteria if not judged[c.id]), None)
+    if chosen is None and same_criteria:
+        latest = same_criteria[0]
+        return BaselineChoice(
+            None,
+            f"the latest run of the same criteria ({latest.id[:8]}, {_minute(latest.started_at)}) "
+            f"was scored by another judge: {'; '.join(judged[latest.id])}",
+        )
     if chosen is not None:
         when = _minute(chosen.started_at)
         return BaselineChoice(
@@ -334,6 +347,11 @@ def _earlier_runs(session: Session, run: Run) -> list[_Candidate]:
 def _configs(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     statement = select(Run.id, Run.config).where(col(Run.id).in_(run_ids))
     return {run_id: dict(config or {}) for run_id, config in session.exec(statement).all()}
+
+
+def _judges(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+    statement = select(Run.id, Run.judges).where(col(Run.id).in_(run_ids))
+    return {run_id: dict(judges) if judges is not None else None for run_id, judges in session.exec(statement).all()}
 
 
 def _eval_set_versions(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, str | None]]:

@@ -175,4 +175,6 @@ def _report(run: RunRead, cases: Sequence[CaseResult]) -> RunReport:
         regression=run.regression,
         status=run.status,
         error=run.error,
+        store=run.store_url,
+        judges=run.judges,
     )

@@ -19,7 +19,7 @@ older than `STALE_AFTER`.
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,9 +33,11 @@ from agent_eval.runtime.processes import process_alive
 from agent_eval.schema import AgentRun, EvalSet, EvalStatus
 from agent_eval.secrets import redact_text
 from agent_eval.store.engine import get_engine
+from agent_eval.store.labels import judged_rows, rubric_texts_by_eval_set
 from agent_eval.store.models import (
     CaseRecord,
     EvalSetVersion,
+    JudgedItemRecord,
     MetricRecord,
     Run,
     RunCreate,
@@ -61,6 +63,8 @@ __all__ = [
 ]
 
 CaseKey = tuple[str, str, int]
+RubricTexts = Mapping[str, Mapping[str, str]]
+"""Per eval set id, its criteria's rubric texts by rubric id."""
 _KEYS_PER_QUERY = 500
 """Case ids per `IN (...)` query: well under SQLite's bound on a statement's parameters."""
 
@@ -117,7 +121,9 @@ def complete_run(report: RunReport, engine: Engine | None = None, *, cases_store
         session.flush()
         if not cases_stored:
             session.execute(delete(MetricRecord).where(col(MetricRecord.run_id) == report.run_id))
-            _write_cases(session, report.run_id, report.cases)
+            _write_cases(
+                session, report.run_id, report.cases, rubric_texts_by_eval_set(report.config, report.eval_set_ids)
+            )
     return report.run_id
 
 
@@ -238,19 +244,24 @@ def _existing_case(session: Session, run_id: str, run: AgentRun) -> CaseRecord |
     return session.exec(statement).first()
 
 
-def _write_cases(session: Session, run_id: str, cases: Sequence[CaseResult]) -> None:
-    """The case runs (inserted or updated) with their metric results, replacing any written before for them;
-    the rows already written are read `_KEYS_PER_QUERY` case ids at a time."""
+def _write_cases(
+    session: Session, run_id: str, cases: Sequence[CaseResult], rubric_texts: RubricTexts | None = None
+) -> None:
+    """The case runs (inserted or updated) with their metric results and judged items, replacing any written
+    before for them; the rows already written are read `_KEYS_PER_QUERY` case ids at a time. `rubric_texts`: per
+    eval set, its criteria's rubric texts (the judged items' keys include them)."""
     for start in range(0, len(cases), _KEYS_PER_QUERY):
         chunk = cases[start : start + _KEYS_PER_QUERY]
         existing = _existing_cases(session, run_id, {case.eval_id for case in chunk})
         known = [record.id for record in existing.values()]
         session.execute(delete(MetricRecord).where(col(MetricRecord.case_result_id).in_(known)))
+        session.execute(delete(JudgedItemRecord).where(col(JudgedItemRecord.case_result_id).in_(known)))
         for case in chunk:
             key = (case.eval_set_id, case.eval_id, case.run_index)
             record = _upsert_case(session, run_id, case.agent_run, case.status, existing.get(key))
             assert record.id is not None
             session.add_all(_metric_rows(run_id, record.id, case))
+            session.add_all(judged_rows(run_id, record.id, case, (rubric_texts or {}).get(case.eval_set_id)))
 
 
 def _existing_cases(session: Session, run_id: str, eval_ids: set[str]) -> dict[CaseKey, CaseRecord]:
@@ -319,6 +330,8 @@ def _run_row(report: RunReport) -> Run:
         eval_set_ids=report.eval_set_ids,
         num_runs=report.num_runs,
         started_at=report.started_at,
+        store_url=report.store,
+        judges=report.judges,
         **_completion(report),
     )
 

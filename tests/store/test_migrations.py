@@ -49,7 +49,7 @@ def test_a_first_release_store_is_upgraded_in_place(store_url: str) -> None:
 
     engine = get_engine(store_url)
 
-    assert _revision(engine) == head_revision() == "0005"
+    assert _revision(engine) == head_revision() == "0008"
     assert set(inspect(engine).get_table_names()) >= NEW_TABLES
     assert {"deployment_name", "git_commit", "updated_at", "tags"} <= _columns(engine, "runs")
     assert "final_session_state" in _columns(engine, "case_results")
@@ -69,7 +69,7 @@ def test_a_first_release_store_is_upgraded_in_place(store_url: str) -> None:
 def test_a_new_store_is_exactly_the_models(store_url: str) -> None:
     engine = get_engine(store_url)
 
-    assert _revision(engine) == "0005"
+    assert _revision(engine) == "0008"
     assert _differences(engine) == []
 
 
@@ -77,7 +77,7 @@ def test_upgrading_is_idempotent_and_downgrading_keeps_the_first_release_data(st
     engine = get_engine(store_url)
     save_report(make_report("r1", [eval_set()], {"m": {"a": 1.0, "b": 0.0}}), engine, eval_sets=[eval_set()])
     upgrade(engine)
-    assert _revision(engine) == "0005"
+    assert _revision(engine) == "0008"
 
     with engine.begin() as connection:
         command.downgrade(alembic_config(connection), "0001")
@@ -96,4 +96,13 @@ def test_the_migrations_ship_inside_the_package() -> None:
     packages = setuptools.find_packages(str(REPO_ROOT), include=["agent_eval*"])
     assert {"agent_eval.store.migrations", "agent_eval.store.migrations.versions"} <= set(packages)
     script = ScriptDirectory.from_config(alembic_config())
-    assert [r.revision for r in reversed(list(script.walk_revisions()))] == ["0001", "0002", "0003", "0004", "0005"]
+    assert [r.revision for r in reversed(list(script.walk_revisions()))] == [
+        "0001",
+        "0002",
+        "0003",
+        "0004",
+        "0005",
+        "0006",
+        "0007",
+        "0008",
+    ]

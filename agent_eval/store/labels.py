@@ -1,0 +1,217 @@
+"""Judged items, human labels and judge checks in the store.
+
+A run's judged items (`agent_eval.results.judged_items`) are written with its metric results (`judged_rows`,
+called by `agent_eval.store.repository`); a person's label is stored under the item's content key, one per key
+and labeller (a new label by the same person replaces the old one; `delete_label` undoes it). Agreement reads
+both (`labelled_pairs`): every judged item that has a label, with the run's judge identity for its metric.
+
+Labels are written in one transaction per call, so an import with one bad row writes nothing. A judge check
+(`agent_eval.judges.check`) is one row of `judge_checks`: `save_judge_check`, `judge_checks` (newest first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import delete
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from agent_eval.results.judged_items import JudgedItem, judged_items, rubric_texts_of
+from agent_eval.results.model import CaseResult
+from agent_eval.results.run_configs import configs_by_eval_set
+from agent_eval.store.engine import get_engine
+from agent_eval.store.models import CaseRecord, JudgeCheckRecord, JudgedItemRecord, LabelRecord, Run
+
+__all__ = [
+    "Label",
+    "LabelledPair",
+    "delete_label",
+    "judge_checks",
+    "judged_items_of_run",
+    "judged_rows",
+    "labelled_pairs",
+    "labels",
+    "rubric_texts_by_eval_set",
+    "save_judge_check",
+    "save_labels",
+]
+
+
+class Label(BaseModel):
+    """A person's verdict on one judged item: `passed` (pass/fail) or `score` (a scored metric), or both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_key: str = Field(min_length=64, max_length=64)
+    metric_name: str
+    rubric_id: str | None = None
+    passed: bool | None = None
+    score: float | None = None
+    labeller: str = Field(min_length=1, max_length=255)
+    note: str | None = None
+    labelled_at: datetime | None = None
+    run_id: str | None = None
+    eval_set_id: str | None = None
+    eval_id: str | None = None
+    turn: int | None = None
+
+    @model_validator(mode="after")
+    def _has_a_verdict(self) -> Label:
+        if self.passed is None and self.score is None:
+            raise ValueError("a label needs a verdict: pass/fail or a score")
+        return self
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """A judged item with a person's label: what the judge said, what the person said, and who judged."""
+
+    item: JudgedItemRecord
+    label: LabelRecord
+    run_id: str
+    eval_set_id: str
+    judge: Mapping[str, Any] | None
+
+
+def judged_rows(
+    run_id: str, case_result_id: int, case: CaseResult, rubric_texts: Mapping[str, str] | None = None
+) -> list[JudgedItemRecord]:
+    """The `judged_items` rows of one stored case run."""
+    return [_row(run_id, case_result_id, item) for item in judged_items(case, rubric_texts)]
+
+
+def rubric_texts_by_eval_set(config: Mapping[str, Any], eval_set_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Per eval set of a run (its `runs.config`), the rubric texts of its criteria by rubric id."""
+    texts: dict[str, dict[str, str]] = {}
+    for eval_set_id, one in configs_by_eval_set(config, eval_set_ids).items():
+        criteria = one.get("criteria")
+        found = criteria.values() if isinstance(criteria, Mapping) else ()
+        texts[eval_set_id] = {k: v for c in found for k, v in rubric_texts_of(c).items()}
+    return texts
+
+
+def save_labels(labels: Iterable[Label], engine: Engine | None = None) -> int:
+    """Store labels in one transaction (each replacing the same labeller's label of the same item); the count."""
+    count = 0
+    with Session(engine or get_engine()) as session, session.begin():
+        for label in labels:
+            _upsert(session, label)
+            count += 1
+    return count
+
+
+def delete_label(item_key: str, labeller: str, engine: Engine | None = None) -> bool:
+    """Remove a labeller's label of an item (undo); whether there was one."""
+    with Session(engine or get_engine()) as session, session.begin():
+        where = (col(LabelRecord.item_key) == item_key, col(LabelRecord.labeller) == labeller)
+        return bool(session.execute(delete(LabelRecord).where(*where)).rowcount)  # type: ignore[attr-defined]
+
+
+def labels(engine: Engine | None = None, *, metric: str | None = None) -> list[Label]:
+    """Every stored label (of one metric), oldest first."""
+    statement = select(LabelRecord).order_by(col(LabelRecord.labelled_at), col(LabelRecord.id))
+    if metric is not None:
+        statement = statement.where(col(LabelRecord.metric_name) == metric)
+    with Session(engine or get_engine()) as session:
+        return [Label.model_validate(row, from_attributes=True) for row in session.exec(statement).all()]
+
+
+def judged_items_of_run(run_id: str, engine: Engine | None = None) -> list[tuple[JudgedItemRecord, CaseRecord]]:
+    """A run's judged items with their case runs, in case-run, metric, turn and rubric order."""
+    statement = (
+        select(JudgedItemRecord, CaseRecord)
+        .join(CaseRecord, col(CaseRecord.id) == col(JudgedItemRecord.case_result_id))
+        .where(col(JudgedItemRecord.run_id) == run_id)
+        .order_by(col(JudgedItemRecord.id))
+    )
+    with Session(engine or get_engine()) as session:
+        return [(item, case) for item, case in session.exec(statement).all()]
+
+
+def labelled_pairs(engine: Engine | None = None, *, metric: str | None = None) -> list[LabelledPair]:
+    """Every judged item that has a label (the latest label of its key when several people labelled it), with
+    its run's judge identity for the item's metric; one query for items and labels, one for the runs."""
+    engine = engine or get_engine()
+    statement = (
+        select(JudgedItemRecord, LabelRecord, CaseRecord.eval_set_id)
+        .join(LabelRecord, col(LabelRecord.item_key) == col(JudgedItemRecord.item_key))
+        .join(CaseRecord, col(CaseRecord.id) == col(JudgedItemRecord.case_result_id))
+        .order_by(col(JudgedItemRecord.id), col(LabelRecord.labelled_at))
+    )
+    if metric is not None:
+        statement = statement.where(col(JudgedItemRecord.metric_name) == metric)
+    with Session(engine) as session:
+        rows = session.exec(statement).all()
+        run_ids = {item.run_id for item, _, _ in rows}
+        judges = dict(session.exec(select(Run.id, Run.judges).where(col(Run.id).in_(run_ids))).all())
+    latest: dict[int, tuple[JudgedItemRecord, LabelRecord, str]] = {}
+    for item, label, eval_set_id in rows:
+        assert item.id is not None
+        latest[item.id] = (item, label, eval_set_id)  # ordered by labelled_at: the last one wins
+    return [
+        LabelledPair(item, label, item.run_id, eval_set_id, _identity(judges.get(item.run_id), eval_set_id, item))
+        for item, label, eval_set_id in latest.values()
+    ]
+
+
+def _identity(judges: Any, eval_set_id: str, item: JudgedItemRecord) -> Mapping[str, Any] | None:
+    found = ((judges or {}).get(eval_set_id) or {}).get(item.metric_name) if isinstance(judges, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def _upsert(session: Session, label: Label) -> None:
+    values = label.model_dump()
+    values["labelled_at"] = label.labelled_at or datetime.now(UTC)
+    where = (col(LabelRecord.item_key) == label.item_key, col(LabelRecord.labeller) == label.labeller)
+    existing = session.exec(select(LabelRecord).where(*where)).first()
+    if existing is None:
+        session.add(LabelRecord.model_validate(values))
+    else:
+        existing.sqlmodel_update(values)
+        session.add(existing)
+    session.flush()
+
+
+def _row(run_id: str, case_result_id: int, item: JudgedItem) -> JudgedItemRecord:
+    return JudgedItemRecord(
+        run_id=run_id,
+        case_result_id=case_result_id,
+        metric_name=item.metric_name,
+        rubric_id=item.rubric_id,
+        turn=item.turn,
+        item_key=item.key,
+        judge_score=item.judge_score,
+        judge_passed=item.judge_passed,
+        samples=item.samples,
+    )
+
+
+def save_judge_check(check: JudgeCheckRecord, engine: Engine | None = None) -> JudgeCheckRecord:
+    """Store a judge check; returns it with its id."""
+    with Session(engine or get_engine(), expire_on_commit=False) as session, session.begin():
+        session.add(check)
+        session.flush()
+        session.refresh(check)
+    return check
+
+
+def judge_checks(
+    engine: Engine | None = None, *, metric: str | None = None, judge_key: str | None = None, limit: int | None = None
+) -> list[JudgeCheckRecord]:
+    """The stored judge checks (of one metric, of one judge identity), newest first."""
+    statement = select(JudgeCheckRecord).order_by(
+        col(JudgeCheckRecord.checked_at).desc(), col(JudgeCheckRecord.id).desc()
+    )
+    if metric is not None:
+        statement = statement.where(col(JudgeCheckRecord.metric_name) == metric)
+    if judge_key is not None:
+        statement = statement.where(col(JudgeCheckRecord.judge_key) == judge_key)
+    if limit is not None:
+        statement = statement.limit(limit)
+    with Session(engine or get_engine(), expire_on_commit=False) as session:
+        return list(session.exec(statement).all())
