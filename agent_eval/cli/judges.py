@@ -9,9 +9,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from agent_eval.errors import EXIT_OK, EXIT_REGRESSION, EvalInputError
+from agent_eval.errors import EXIT_FAILED, EXIT_OK, EXIT_REGRESSION, EvalInputError
 
 if TYPE_CHECKING:
+    from agent_eval.judges.align import Alignment
     from agent_eval.judges.check import JudgeCheck
     from agent_eval.results.model import RunReport
 
@@ -30,13 +31,22 @@ def add_judges_parsers(commands: Any, db_url_help: str) -> None:
     labels.add_argument("file", help="a .csv or .jsonl file (columns: see the README's 'Can I trust the judge?')")
     labels.add_argument("--metric", help="export: only the labels of this metric")
     judges = commands.add_parser(
-        "judges", help="how far each LLM judge agrees with human labels; `judges check METRIC` asks the judge again"
+        "judges",
+        help="how far each LLM judge agrees with human labels; `judges check METRIC` asks the judge again; "
+        "`judges align METRIC --profile NAME` chooses examples for it",
     )
-    judges.add_argument("action", nargs="?", choices=["list", "check"], default="list")
-    judges.add_argument("check_metric", nargs="?", metavar="METRIC", help="check: the judged metric to check")
+    judges.add_argument("action", nargs="?", choices=["list", "check", "align"], default="list")
+    judges.add_argument(
+        "check_metric", nargs="?", metavar="METRIC", help="check, align: the judged metric to check or align"
+    )
+    judges.add_argument("--profile", help="align: the name of the judge profile to make (a new version of it)")
+    judges.add_argument("--examples", type=int, default=None, help="align: at most N examples (default 8)")
+    judges.add_argument("--seed", type=int, default=0, help="align: the seed of the train/held-out split")
     judges.add_argument("--metric", help="list: only this judged metric")
     judges.add_argument("--json", action="store_true", help="print JSON instead of text")
-    judges.add_argument("--config", help="check: the config whose criterion to check (default: the one last stored)")
+    judges.add_argument(
+        "--config", help="check, align: the config whose criterion to use (default: the one last stored)"
+    )
     judges.add_argument("--floor", type=float, help="check: drift when kappa is below this")
     judges.add_argument(
         "--max-drop", type=float, default=None, help="check: drift when kappa fell by more than this (default 0.15)"
@@ -53,10 +63,15 @@ def label_command(args: argparse.Namespace) -> int:
     """`agent-eval label RUN_ID`: serve the labelling page until Ctrl-C, printing its URL first."""
     from agent_eval.judges.labels_io import default_labeller
     from agent_eval.judges.page import serve_labelling_page
-    from agent_eval.store.engine import get_engine
-    from agent_eval.store.queries import resolve_run_id
+    from agent_eval.store.engine import check_store, default_db_url, shown_url
+    from agent_eval.store.labels import backfill_judged_items
+    from agent_eval.store.queries import RunNotFoundError, resolve_run_id
 
-    run_id = resolve_run_id(args.run_id, get_engine(args.db_url))
+    engine = check_store(args.db_url)  # None: a SQLite file that does not exist (not created for a typo)
+    if engine is None:
+        raise RunNotFoundError(args.run_id, shown_url(args.db_url or default_db_url()))
+    run_id = resolve_run_id(args.run_id, engine)
+    backfill_judged_items(run_id, engine)  # a run of an earlier release: its items join their labels
     labeller = args.labeller or default_labeller()
 
     def ready(url: str) -> None:
@@ -86,6 +101,8 @@ def judges_command(args: argparse.Namespace) -> int:
     METRIC`: the judge asked again on every labelled item, exit 3 on drift."""
     if args.action == "check":
         return _check_command(args)
+    if args.action == "align":
+        return _align_command(args)
     from agent_eval.judges.agreement import format_judges, judge_agreements
     from agent_eval.store.engine import get_engine
 
@@ -121,12 +138,46 @@ def _check_command(args: argparse.Namespace) -> int:
     check = asyncio.run(checked())
     if args.json:
         payload: dict[str, Any] = {"check_id": check.stored.id, "metric": check.metric, "drift": check.drift}
-        payload |= {"judge": check.judge.model_dump(mode="json"), "agreement": check.agreement.model_dump(mode="json")}
+        payload |= {"judge": check.judge.stored(), "agreement": check.agreement.model_dump(mode="json")}
         payload["change"] = check.change
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         print(check.describe())
     return EXIT_REGRESSION if check.drift else EXIT_OK
+
+
+def _align_command(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from agent_eval.io import load_eval_config
+    from agent_eval.judges.align import DEFAULT_EXAMPLES, align_judge
+    from agent_eval.metrics.judged import close_judge_clients
+    from agent_eval.store.engine import get_engine
+
+    if not args.check_metric or not args.profile:
+        raise EvalInputError(
+            "`judges align` needs the metric and --profile NAME, e.g. `judges align M --profile strict`"
+        )
+    config = load_eval_config(args.config) if args.config else None
+    examples = DEFAULT_EXAMPLES if args.examples is None else args.examples
+
+    async def aligned() -> Alignment:
+        try:
+            engine = get_engine(args.db_url)
+            return await align_judge(
+                args.check_metric, args.profile, engine, config=config, examples=examples, seed=args.seed
+            )
+        finally:
+            await close_judge_clients()
+
+    alignment = asyncio.run(aligned())
+    if args.json:
+        payload = {"profile": alignment.profile.name, "version": alignment.profile.version, "kept": alignment.kept}
+        payload |= {"evaluation": alignment.profile.evaluation, "examples": alignment.profile.examples}
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        print(alignment.describe())
+    return EXIT_OK if alignment.kept else EXIT_FAILED
 
 
 def with_judge_agreement(report: RunReport, db_url: str | None) -> RunReport:

@@ -26,7 +26,10 @@ Metrics (over the shared cases)
       ignored).
     - An *informational* metric (no PASSED or FAILED result in either run, at least one INFORMATIONAL one, e.g.
       ADK's call counts where lower is better) is compared but never regressed nor improved: its direction is
-      unknown.
+      unknown. So is a judged criterion whose judge either run found not calibrated
+      (`RunSummary.uncalibrated_judges`, the config's `judge.min_agreement`); the notes say why. When such a
+      gate differs between the runs (a judge calibrated since), pass/fail flips are not compared: a case's
+      pass/fail rests on other criteria in each run.
 
 Case outcomes (over the shared cases)
     - A case run passed when its `CaseResult` passed (a failed or not-evaluated run did not pass). A case
@@ -68,7 +71,7 @@ Verdict
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_eval.compare.comparison import (
@@ -120,6 +123,8 @@ class _Settings:
     confidence: float
     resamples: int
     seed: int
+    uncalibrated: frozenset[str] = frozenset()
+    """The current run's judged criteria whose judge is not calibrated: compared, never regressing."""
 
     def tolerance_of(self, metric_name: str) -> float:
         if isinstance(self.tolerance, Mapping):
@@ -158,9 +163,10 @@ def compare_runs(
     check_resamples(resamples)
     check_tolerance(tolerance)
     baseline, subset_notes = _case_runs_of(current, baseline) if subset else (baseline, [])
-    alike = _alike(baseline, current)
+    alike = _with_gates(_alike(baseline, current), baseline, current)
     baseline_runs, current_runs = runs_by_case(alike.keep(baseline.cases)), runs_by_case(alike.keep(current.cases))
-    settings = _Settings(tolerance, confidence, resamples, seed)
+    gated = frozenset(baseline.summary.uncalibrated_judges) | frozenset(current.summary.uncalibrated_judges)
+    settings = _Settings(tolerance, confidence, resamples, seed, gated)
     if _recorded(baseline) and _recorded(current):
         return _compare_recorded((baseline, baseline_runs), (current, current_runs), settings, baseline_reason)
     shared = [key for key in current_runs if key in baseline_runs]
@@ -178,8 +184,26 @@ def compare_runs(
         removed=[_ref(key) for key in baseline_runs if key not in current_runs],
         baseline_pass_at_k=mean_pass_at_k(case.baseline_pass_at_k for case in cases),
         pass_at_k=mean_pass_at_k(case.pass_at_k for case in cases),
-        notes=subset_notes + alike.notes + _notes(baseline, current, shared),
+        notes=subset_notes + alike.notes + _notes(baseline, current, shared) + _uncalibrated_notes(current),
     )
+
+
+def _uncalibrated_notes(current: RunReport) -> list[str]:
+    """One note per judged criterion of the current run whose judge is not calibrated (it cannot regress)."""
+    return list(current.summary.uncalibrated_judges.values())
+
+
+def _with_gates(alike: _Alike, baseline: RunReport, current: RunReport) -> _Alike:
+    """`alike`, without case flips when a criterion is gated as uncalibrated in one of the runs only (a judge
+    calibrated since, or no longer): a case's pass/fail then rests on other criteria in each run."""
+    changed = sorted(set(baseline.summary.uncalibrated_judges) ^ set(current.summary.uncalibrated_judges))
+    if not changed:
+        return alike
+    note = (
+        f"{', '.join(changed)}: judge calibration differs between the runs (gated as uncalibrated in one only); "
+        "pass/fail flips not compared"
+    )
+    return replace(alike, notes=[*alike.notes, note], gate_changed=True)
 
 
 def _case_runs_of(current: RunReport, baseline: RunReport) -> tuple[RunReport, list[str]]:
@@ -199,15 +223,17 @@ class _Alike:
 
     metrics: Mapping[str, frozenset[str]]
     notes: list[str]
+    gate_changed: bool = False
+    """A judged criterion is gated as uncalibrated in one run only: pass/fail is not alike, no flip counts."""
 
     def flips(self, eval_set_id: str) -> bool:
-        return eval_set_id not in self.metrics
+        return eval_set_id not in self.metrics and not self.gate_changed
 
     def keep(self, cases: Sequence[CaseResult]) -> list[CaseResult]:
         """The cases with only their comparable metric results."""
         return [
             case
-            if self.flips(case.eval_set_id)
+            if case.eval_set_id not in self.metrics
             else case.model_copy(
                 update={"metrics": [m for m in case.metrics if m.metric_name in self.metrics[case.eval_set_id]]}
             )
@@ -256,7 +282,7 @@ def _compare_metrics(
             name,
             baseline_scores.get(name, {}),
             current_scores.get(name, {}),
-            informational=name in informational,
+            informational=name in informational or name in settings.uncalibrated,
             settings=settings,
         )
         for name in dict.fromkeys([*current_scores, *baseline_scores])
@@ -319,6 +345,7 @@ def _compare_recorded(
     informational = informational_metrics([baseline_runs], list(baseline_runs)) | informational_metrics(
         [current_runs], list(current_runs)
     )
+    informational |= settings.uncalibrated
     metrics = [
         _compare_samples(
             name, _scored(before, name), _scored(after, name), informational=name in informational, settings=settings
@@ -336,7 +363,10 @@ def _compare_recorded(
         seed=settings.seed,
         metrics=metrics,
         cases=[],
-        notes=[f"recorded traffic: {sessions} compared as samples, not case by case ({rates})"],
+        notes=[
+            f"recorded traffic: {sessions} compared as samples, not case by case ({rates})",
+            *_uncalibrated_notes(current),
+        ],
     )
 
 

@@ -11,7 +11,7 @@ import asyncio
 import os
 import pickle
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
 from agent_eval.flows.shard import check_shard_deployment, invoke_sharded
+from agent_eval.judges.gate import gate_results, uncalibrated_judges
 from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
@@ -130,10 +131,11 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
     report (the store has the rest: `report.parts`), so the input's turns are never all in memory at once."""
     judge_before = judge_totals().snapshot()
     in_parts = plan.recorded is not None
+    uncalibrated = _uncalibrated(plan, run)
     cases: list[CaseResult] = []
     packed: list[bytes] = []
     for part in plan.parts():
-        part_cases = await _evaluate_part(part, run, limits, stored=in_parts)
+        part_cases = await _evaluate_part(part, run, limits, stored=in_parts, uncalibrated=uncalibrated)
         if in_parts:
             packed.append(_pack(part_cases))
             _forget_task_results()
@@ -166,6 +168,9 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
         "store": run.store_url,
         "judges": run.judges,
     }
+    if uncalibrated:
+        gated = {metric: reason for (_, metric), reason in uncalibrated.items()}
+        update["summary"] = report.summary.model_copy(update={"uncalibrated_judges": gated})
     report = report.model_copy(update=update)
     outage = outage_error([case.agent_run for case in cases])
     if outage is not None:
@@ -175,11 +180,21 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
     return report
 
 
-async def _evaluate_part(plan: EvalPlan, run: RunCreate, limits: RunLimits, *, stored: bool) -> list[CaseResult]:
-    """The case results of one part of the plan; `stored`: written to the store now, and returned as summaries
-    (`CaseResult.summary_only`)."""
+def _uncalibrated(plan: EvalPlan, run: RunCreate) -> dict[tuple[str, str], str]:
+    """The judged criteria of the run whose judge is not calibrated to the config's `judge.min_agreement`
+    (`agent_eval.judges.gate`), with why; empty (no query) when no config sets a floor."""
+    floors = plan.judge_floors()
+    return uncalibrated_judges(run.judges or {}, floors, get_engine(plan.request.db_url)) if floors else {}
+
+
+async def _evaluate_part(
+    plan: EvalPlan, run: RunCreate, limits: RunLimits, *, stored: bool, uncalibrated: Mapping[tuple[str, str], str]
+) -> list[CaseResult]:
+    """The case results of one part of the plan, uncalibrated judges' results informational; `stored`: written to
+    the store now, and returned as summaries (`CaseResult.summary_only`)."""
     runs = await _invoke(plan, run, limits)
-    cases = case_results(runs, await _score_all(plan, runs, limits.judge_calls))
+    scored = await _score_all(plan, runs, limits.judge_calls)
+    cases = case_results(runs, gate_results(scored, uncalibrated) if uncalibrated else scored)
     if not stored:
         return cases
     persist_part(run.id, unvisited(cases), plan.request.db_url)

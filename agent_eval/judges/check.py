@@ -54,7 +54,17 @@ from agent_eval.store.models import CaseRecord, JudgeCheckRecord, Run, as_utc
 from agent_eval.store.queries import stored_eval_sets
 from agent_eval.store.reports import agent_run_of
 
-__all__ = ["DEFAULT_MAX_DROP", "JudgeCheck", "check_judge", "drift_text"]
+__all__ = [
+    "DEFAULT_MAX_DROP",
+    "JudgeCheck",
+    "StoredCase",
+    "check_judge",
+    "drift_text",
+    "judge_again",
+    "labelled_items",
+    "stored_cases",
+    "stored_criterion",
+]
 
 DEFAULT_MAX_DROP = 0.15
 """The largest fall of kappa between two checks that is not drift."""
@@ -118,13 +128,13 @@ async def check_judge(
             be called from this environment (no credentials).
     """
     engine = engine or get_engine()
-    items = _items(labelled_pairs(engine, metric=metric), metric)
-    eval_metric, spec = _criterion(metric, config, list(items.values())[-1], engine)
+    items = labelled_items(labelled_pairs(engine, metric=metric), metric)
+    eval_metric, spec = stored_criterion(metric, config, list(items.values())[-1], engine)
     identity = judge_identity(eval_metric, spec)
     if identity is None:
         raise EvalInputError(f"{metric} has no LLM judge to check", field=f"criteria.{metric}")
     check_judge_credentials(identity.model)
-    verdicts = await _judge_again(items, eval_metric, spec, engine)
+    verdicts = await judge_again(items, eval_metric, spec, engine)
     found = [(verdicts[key], pair.label.passed) for key, pair in items.items() if verdicts.get(key) is not None]
     known = [(judged, human) for judged, human in found if judged is not None and human is not None]
     agreement = binary_agreement([j for j, _ in known], [h for _, h in known])
@@ -134,7 +144,7 @@ async def check_judge(
     return JudgeCheck(metric, identity, agreement, previous, stored, len(items) - len(found), drift)
 
 
-def _items(pairs: Sequence[LabelledPair], metric: str) -> dict[str, LabelledPair]:
+def labelled_items(pairs: Sequence[LabelledPair], metric: str) -> dict[str, LabelledPair]:
     """Each labelled content key once, from the newest run that judged it (pairs come oldest item first)."""
     if not pairs:
         raise EvalInputError(
@@ -147,9 +157,14 @@ def _items(pairs: Sequence[LabelledPair], metric: str) -> dict[str, LabelledPair
     return newest
 
 
-def _criterion(
+def stored_criterion(
     metric: str, config: EvalConfig | None, pair: LabelledPair, engine: Engine
 ) -> tuple[EvalMetric, MetricSpec]:
+    """The criterion of `metric` to judge with: `config`'s, else the one the run of `pair` stored for its eval set.
+
+    Raises:
+        EvalInputError: the config has no such criterion, or a bad option.
+    """
     chosen = config if config is not None else _stored_config(pair, engine)
     if metric not in chosen.criteria:
         raise EvalInputError(f"the config has no criterion {metric!r} to check", field=f"criteria.{metric}")
@@ -166,11 +181,11 @@ def _stored_config(pair: LabelledPair, engine: Engine) -> EvalConfig:
     return EvalConfig.model_validate(config)
 
 
-async def _judge_again(
+async def judge_again(
     items: Mapping[str, LabelledPair], eval_metric: EvalMetric, spec: MetricSpec, engine: Engine
 ) -> dict[str, bool | None]:
     """Per content key, the judge's new verdict (None: unscored), or absent when the content now differs."""
-    cases = _stored_cases(items.values(), engine)
+    cases = list(stored_cases(items.values(), engine).values())
     with _fresh_judges():
         results = await asyncio.gather(*(score_case_run(spec, eval_metric, case, run) for case, run, _ in cases))
     verdicts: dict[str, bool | None] = {}
@@ -194,7 +209,7 @@ StoredCase: TypeAlias = tuple[EvalCase, AgentRun, Mapping[str, str]]
 """A labelled item's case run: its eval case, the stored agent run and its criterion's rubric texts."""
 
 
-def _stored_cases(pairs: Iterable[LabelledPair], engine: Engine) -> list[StoredCase]:
+def stored_cases(pairs: Iterable[LabelledPair], engine: Engine) -> dict[int, StoredCase]:
     """Each distinct case run of the labelled items, with its eval case and its criterion's rubric texts (one
     session for the rows, closed before the eval sets are read: SQLite transactions here are `BEGIN IMMEDIATE`)."""
     rows: dict[int, tuple[CaseRecord, Run]] = {}
@@ -204,14 +219,14 @@ def _stored_cases(pairs: Iterable[LabelledPair], engine: Engine) -> list[StoredC
             if record is not None and run is not None and record.id is not None:
                 rows.setdefault(record.id, (record, run))
     eval_cases: dict[str, dict[str, EvalCase]] = {}
-    found: list[StoredCase] = []
-    for record, run in rows.values():
+    found: dict[int, StoredCase] = {}
+    for case_id, (record, run) in rows.items():
         if run.id not in eval_cases:
             eval_cases[run.id] = _cases_of(run.id, engine)
         case = eval_cases[run.id].get(f"{record.eval_set_id}/{record.eval_id}")
         if case is not None:
             texts = rubric_texts_by_eval_set(run.config or {}, run.eval_set_ids).get(record.eval_set_id, {})
-            found.append((case, agent_run_of(record), texts))
+            found[case_id] = (case, agent_run_of(record), texts)
     return found
 
 
@@ -243,7 +258,7 @@ def _record(
     return JudgeCheckRecord(
         metric_name=metric,
         judge_key=identity.key,
-        judge=identity.model_dump(mode="json"),
+        judge=identity.stored(),
         checked_at=datetime.now(UTC),
         labels=agreement.n,
         kappa=agreement.kappa,

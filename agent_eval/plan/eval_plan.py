@@ -29,6 +29,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.io import config_from_data, load_eval_config, load_eval_sets, load_eval_sets_with_configs
 from agent_eval.io.recorded import load_recorded
 from agent_eval.io.recorded.parts import RecordedParts, reference_cases, with_references
+from agent_eval.judges.profiles import uses_profiles, with_profiles
 from agent_eval.metrics import REGISTRY, MetricSpec
 from agent_eval.metrics.common import criterion_options
 from agent_eval.metrics.judged import check_judge_credentials
@@ -161,9 +162,25 @@ class EvalPlan:
         judges: dict[str, dict[str, dict[str, Any]]] = {}
         for group in self.config_groups():
             identities = {m.metric_name: judge_identity(m, spec) for m, spec in group.metrics}
-            found = {name: i.model_dump(mode="json") for name, i in identities.items() if i is not None}
+            found = {name: i.stored() for name, i in identities.items() if i is not None}
             judges.update((eval_set_id, found) for eval_set_id in group.eval_set_ids if found)
         return judges
+
+    def judge_floors(self) -> dict[str, dict[str, float]]:
+        """Per eval set id, per judged criterion gated on calibration, the config's `judge.min_agreement` floor
+        (`agent_eval.judges.gate`); empty when no config sets one."""
+        judges = self.judges()
+        floors: dict[str, dict[str, float]] = {}
+        for group in self.config_groups():
+            settings = group.config.judge
+            for eval_set_id in group.eval_set_ids:
+                gated = (
+                    {name: settings.agreement_floor(name) for name in judges.get(eval_set_id, {})} if settings else {}
+                )
+                found = {name: floor for name, floor in gated.items() if floor is not None}
+                if found:
+                    floors[eval_set_id] = found
+        return floors
 
     def scoring_batches(self, runs: list[tuple[EvalCase, AgentRun]]) -> list[ScoringBatch]:
         """One batch per (config, criterion): the criterion over the case runs of that config's eval sets."""
@@ -216,7 +233,7 @@ def prepare(request: EvalRequest) -> EvalPlan:
     """
     loaded, notes, recorded = _load(request)
     eval_sets = [eval_set for eval_set, _ in loaded]
-    groups = config_groups(_configs(request, loaded))
+    groups = config_groups(_configs(request, loaded), request.db_url)
     agent = resolve_agent(_agent_reference(request, eval_sets))
     agent = ready_agent(agent, request, eval_sets, simulator_config(groups, eval_sets))
     first = groups[0]
@@ -293,18 +310,23 @@ def _load(request: EvalRequest) -> tuple[list[tuple[EvalSet, Path | None]], tupl
         return [(parts.whole(), None)], tuple(notes), None
 
 
-def config_groups(configs: Mapping[str, tuple[EvalConfig, str | None]]) -> tuple[ConfigGroup, ...]:
-    """Group eval sets by config (equal content: one group), resolve and check each group's metrics.
+def config_groups(
+    configs: Mapping[str, tuple[EvalConfig, str | None]], db_url: str | None = None
+) -> tuple[ConfigGroup, ...]:
+    """Group eval sets by config (equal content: one group), resolve and check each group's metrics; a judge
+    profile a criterion names is read from the store `db_url` first (`agent_eval.judges.profiles`).
 
     Args:
         configs: per eval set id in the plan's order, its config and the file it came from.
+        db_url: the run's store (where judge profiles are).
 
     Raises:
-        EvalInputError: a bad criterion or metric option (naming the config file), or a judge without
-            credentials.
+        EvalInputError: a bad criterion or metric option (naming the config file), a judge profile that is not
+            in the store, or a judge without credentials.
     """
     grouped: dict[str, tuple[EvalConfig, dict[str, str | None]]] = {}
-    for eval_set_id, (config, file) in configs.items():
+    for eval_set_id, (written, file) in configs.items():
+        config = with_profiles(written, db_url, file) if uses_profiles(written) else written
         grouped.setdefault(config.fingerprint(), (config, {}))[1][eval_set_id] = file
     groups = []
     for config, files in grouped.values():

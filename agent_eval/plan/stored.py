@@ -125,7 +125,7 @@ def plan_rerun(request: RerunRequest) -> EvalPlan:
         raise EvalInputError(
             f"run {request.run_id!r} has no failed, unscored or unfinished case to run again", field="run_id"
         )
-    groups = config_groups(_stored_configs(run.config, eval_sets))
+    groups = config_groups(_stored_configs(run.config, eval_sets), request.db_url)
     agent = ready_agent(
         resolve_agent(run.agent_reference), eval_request, eval_sets, simulator_config(groups, eval_sets)
     )
@@ -148,7 +148,7 @@ def plan_rescore(request: RescoreRequest) -> EvalPlan:
     config_json = run.config if request.config is None else _config_json(configs)
     eval_request = _request(request.run_id, run.agent_reference, config_json, run.num_runs, request.db_url)
     eval_request = eval_request.model_copy(update={"tags": ["rescore"]})
-    return _plan(eval_request, eval_sets, config_groups(configs), agent)
+    return _plan(eval_request, eval_sets, config_groups(configs, request.db_url), agent)
 
 
 def _plan(request: EvalRequest, eval_sets: list[EvalSet], groups: tuple[ConfigGroup, ...], agent: Any) -> EvalPlan:

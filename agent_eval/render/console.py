@@ -65,6 +65,7 @@ def format_summary(report: RunReport) -> str:
     if modes:
         lines.append(f"Judge mode: {modes}")
     lines.extend(judge_agreement_lines(report.judge_agreement))
+    lines.extend(f"Judge: {reason}" for reason in s.uncalibrated_judges.values())
     lines.append(f"Config: {describe_configs(report.config, report.eval_set_ids)}")
     lines.extend(_average_lines(report))
     failed = report.failures()

@@ -93,18 +93,22 @@ def regression_section(report: RunReport) -> str:
 def judges_section(report: RunReport) -> str:
     """The card of the judges' agreement with people (`RunReport.judge_agreement`): one row per judged metric (and
     rubric) with kappa and its interval, agreement, balanced accuracy, true-pass and true-fail rates, and the
-    judge's self-consistency; or why it is not measured. Empty when the run has no labelled judge."""
-    if not report.judge_agreement:
+    judge's self-consistency; or why it is not measured; first, each criterion whose judge is not calibrated.
+    Empty when the run has neither."""
+    uncalibrated = report.summary.uncalibrated_judges
+    if not report.judge_agreement and not uncalibrated:
         return ""
+    gated = "".join(f"<li>{_e(reason)}</li>" for reason in uncalibrated.values())
+    notes = f'<ul class="uncalibrated">{gated}</ul>' if gated else ""
     head = (
         "<tr><th>criterion</th><th>judge</th><th>labels</th><th>kappa [95% CI]</th><th>agreement</th>"
         "<th>balanced accuracy</th><th>true pass</th><th>true fail</th><th>self-consistency</th></tr>"
     )
     rows = "".join(_judge_row(agreement) for agreement in report.judge_agreement)
+    table = f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>' if rows else ""
     return (
         '<section class="card judges"><h2>Judges</h2><p>How far each LLM judge of this run agrees with human labels '
-        "(<code>agent-eval label RUN_ID</code> adds labels).</p>"
-        f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div></section>'
+        f"(<code>agent-eval label RUN_ID</code> adds labels).</p>{notes}{table}</section>"
     )
 
 

@@ -183,6 +183,11 @@ class RunSummary(BaseModel):
     )
     cached_case_runs: int = Field(0, description="Case runs whose invocations were reused from an earlier run.")
     cache_sources: list[CacheSource] = Field(default_factory=list, description="Where those came from.")
+    uncalibrated_judges: dict[str, str] = Field(
+        default_factory=dict,
+        description="The judged criteria whose judge is not calibrated to the config's `judge.min_agreement`, with "
+        "why: their results are informational, they neither fail a case nor regress (`agent_eval.judges.gate`).",
+    )
     judge: dict[str, int] = Field(
         default_factory=dict,
         description="What the LLM judges did while the run scored: samples, calls, cache_hits, retries, errors "

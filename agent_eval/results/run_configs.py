@@ -144,5 +144,6 @@ def judge_differences(
 def _identity_change(now: Mapping[str, Any] | None, before: Mapping[str, Any] | None) -> str:
     if now is None or before is None:
         return "judged only in one of the runs"
-    changed = [key for key in ("model", "mode", "prompts", "samples", "config") if now.get(key) != before.get(key)]
+    keys = ("model", "mode", "prompts", "samples", "config", "examples", "profile")
+    changed = [key for key in keys if now.get(key) != before.get(key)]
     return ", ".join(f"{key} {now.get(key)} (was {before.get(key)})" for key in changed)

@@ -71,21 +71,45 @@ def judge_retry_valid(name: str, value: object) -> bool:
 
 
 class JudgeConfig(EvalBaseModel):
-    """agent-eval extension (`judge` in the config): how failed judge calls are retried.
+    """agent-eval extension (`judge` in the config): how failed judge calls are retried, and which judges may gate.
 
     Each setting left out comes from the environment (`AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
     `AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY`, `AGENT_EVAL_JUDGE_RETRY_MAX_DELAY`), else ADK's default (7 attempts,
     5 s doubling up to 120 s). Retry settings never change a judge answer's cache key nor what a run measured.
 
+    `min_agreement` gates on calibrated judges: a judged criterion whose judge identity has no check
+    (`agent-eval judges check`) or whose last check's kappa is below the floor still scores and shows, but is
+    informational: it neither fails a case nor raises a regression (`agent_eval.judges.gate`). Unset: every
+    judged criterion gates as before. It says how verdicts are used, not what is measured: no part of the
+    scoring fingerprint.
+
     Attributes:
         retry_attempts: calls in all, the first included (1 = no retry), 1..100.
         retry_initial_delay: seconds before the first retry, 0..3600.
         retry_max_delay: the longest wait between attempts, in seconds, 0..3600.
+        min_agreement: the least kappa, in [-1, 1], of a judge's last check; a dict gives it per criterion,
+            `"default"` for the others (a criterion missing from a dict without `"default"` is not gated).
     """
 
     retry_attempts: int | None = None
     retry_initial_delay: float | None = None
     retry_max_delay: float | None = None
+    min_agreement: float | dict[str, float] | None = None
+
+    @field_validator("min_agreement")
+    @classmethod
+    def _a_kappa(cls, value: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        values = value.values() if isinstance(value, dict) else [] if value is None else [value]
+        for one in values:
+            if not -1.0 <= one <= 1.0:
+                raise ValueError(f"must be a kappa from -1 to 1, e.g. 0.6, got {one!r}")
+        return value
+
+    def agreement_floor(self, metric_name: str) -> float | None:
+        """The least kappa the judge of `metric_name` must have shown at its last check; None: not gated."""
+        if isinstance(self.min_agreement, dict):
+            return self.min_agreement.get(metric_name, self.min_agreement.get("default"))
+        return self.min_agreement
 
     @field_validator("retry_attempts", "retry_initial_delay", "retry_max_delay", mode="before")
     @classmethod

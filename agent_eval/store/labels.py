@@ -6,7 +6,9 @@ and labeller (a new label by the same person replaces the old one; `delete_label
 both (`labelled_pairs`): every judged item that has a label, with the run's judge identity for its metric.
 
 Labels are written in one transaction per call, so an import with one bad row writes nothing. A judge check
-(`agent_eval.judges.check`) is one row of `judge_checks`: `save_judge_check`, `judge_checks` (newest first).
+(`agent_eval.judges.check`) is one row of `judge_checks`: `save_judge_check`, `judge_checks` (newest first). A judge
+profile (`agent_eval.judges.align`) is one row of `judge_profiles` per version: `save_judge_profile` (numbering
+the versions of a name 1, 2, ...), `judge_profile`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import delete
+from sqlalchemy import delete, func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -25,19 +27,29 @@ from agent_eval.results.judged_items import JudgedItem, judged_items, rubric_tex
 from agent_eval.results.model import CaseResult
 from agent_eval.results.run_configs import configs_by_eval_set
 from agent_eval.store.engine import get_engine
-from agent_eval.store.models import CaseRecord, JudgeCheckRecord, JudgedItemRecord, LabelRecord, Run
+from agent_eval.store.models import (
+    CaseRecord,
+    JudgeCheckRecord,
+    JudgedItemRecord,
+    JudgeProfileRecord,
+    LabelRecord,
+    Run,
+)
 
 __all__ = [
     "Label",
     "LabelledPair",
+    "backfill_judged_items",
     "delete_label",
     "judge_checks",
+    "judge_profile",
     "judged_items_of_run",
     "judged_rows",
     "labelled_pairs",
     "labels",
     "rubric_texts_by_eval_set",
     "save_judge_check",
+    "save_judge_profile",
     "save_labels",
 ]
 
@@ -215,3 +227,54 @@ def judge_checks(
         statement = statement.limit(limit)
     with Session(engine or get_engine(), expire_on_commit=False) as session:
         return list(session.exec(statement).all())
+
+
+def save_judge_profile(profile: JudgeProfileRecord, engine: Engine | None = None) -> JudgeProfileRecord:
+    """Store a new version of a profile (its `version` set to the name's next one); returns it with its id."""
+    with Session(engine or get_engine(), expire_on_commit=False) as session, session.begin():
+        newest = session.exec(
+            select(func.max(JudgeProfileRecord.version)).where(col(JudgeProfileRecord.name) == profile.name)
+        ).one()
+        profile.version = (newest or 0) + 1
+        session.add(profile)
+        session.flush()
+        session.refresh(profile)
+    return profile
+
+
+def judge_profile(
+    name: str, engine: Engine | None = None, *, version: int | None = None, kept_only: bool = True
+) -> JudgeProfileRecord | None:
+    """A profile's version (`version`), else its newest version (the newest kept one with `kept_only`)."""
+    statement = select(JudgeProfileRecord).where(col(JudgeProfileRecord.name) == name)
+    if version is not None:
+        statement = statement.where(col(JudgeProfileRecord.version) == version)
+    elif kept_only:
+        statement = statement.where(col(JudgeProfileRecord.kept).is_(True))
+    statement = statement.order_by(col(JudgeProfileRecord.version).desc()).limit(1)
+    with Session(engine or get_engine(), expire_on_commit=False) as session:
+        return session.exec(statement).first()
+
+
+def backfill_judged_items(run_id: str, engine: Engine | None = None) -> int:
+    """Write the judged items of a run stored before they were recorded (a release before this table), so its
+    labels join its judges' verdicts; the number written (0 when the run has some already or none to write)."""
+    from agent_eval.store.reports import load_report  # reports are read here only
+
+    engine = engine or get_engine()
+    with Session(engine) as session:
+        if session.exec(select(JudgedItemRecord.id).where(col(JudgedItemRecord.run_id) == run_id).limit(1)).first():
+            return 0
+        statement = select(CaseRecord.id, CaseRecord.eval_set_id, CaseRecord.eval_id, CaseRecord.run_index)
+        ids = {(s, e, i): case_id for case_id, s, e, i in session.exec(statement.where(CaseRecord.run_id == run_id))}
+    report = load_report(run_id, engine)
+    texts = rubric_texts_by_eval_set(report.config, report.eval_set_ids)
+    rows = [
+        row
+        for case in report.cases
+        if (case_id := ids.get((case.eval_set_id, case.eval_id, case.run_index))) is not None
+        for row in judged_rows(run_id, case_id, case, texts.get(case.eval_set_id))
+    ]
+    with Session(engine) as session, session.begin():
+        session.add_all(rows)
+    return len(rows)

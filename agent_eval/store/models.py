@@ -19,6 +19,7 @@ __all__ = [
     "CaseRecord",
     "EvalSetVersion",
     "JudgeCheckRecord",
+    "JudgeProfileRecord",
     "JudgedItemRecord",
     "LabelRecord",
     "MetricRecord",
@@ -289,3 +290,20 @@ class JudgeCheckRecord(SQLModel, table=True):
     kappa_high: float | None = None
     agreement: dict[str, Any] = _json(dict)
     verdicts: dict[str, Any] = _json(dict)
+
+
+class JudgeProfileRecord(SQLModel, table=True):
+    """A versioned judge profile: few-shot examples for a judged metric chosen from people's labels by
+    `agent-eval judges align`, with the held-out agreement before and after; only a `kept` version is used."""
+
+    __tablename__ = "judge_profiles"
+    __table_args__ = (UniqueConstraint("name", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, max_length=255)
+    version: int
+    metric_name: str = Field(index=True)
+    examples: list[dict[str, Any]] = _json(list)
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    kept: bool = False
+    evaluation: dict[str, Any] = _json(dict)

@@ -132,7 +132,9 @@ def record_case_results(run_id: str, cases: Sequence[CaseResult], engine: Engine
     before for them are replaced), and the run's heartbeat. A run evaluated a part at a time stores each part so;
     `complete_run(..., cases_stored=True)` then completes it."""
     with Session(engine or get_engine()) as session, session.begin():
-        _write_cases(session, run_id, cases)
+        run = session.get(Run, run_id)
+        texts = rubric_texts_by_eval_set(run.config or {}, run.eval_set_ids) if run is not None else None
+        _write_cases(session, run_id, cases, texts)  # judged items keyed as `complete_run` keys them
         session.execute(update(Run).where(col(Run.id) == run_id).values(updated_at=datetime.now(UTC)))
 
 

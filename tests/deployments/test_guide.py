@@ -32,5 +32,5 @@ def listed_names() -> list[str]:
 
 def test_the_guide_lists_every_deployment_of_prefect_yaml_once() -> None:
     assert listed_names() == deployed_names()
-    assert len(deployed_names()) == 6
-    assert "creates all six" in GUIDE.read_text(encoding="utf-8")
+    assert len(deployed_names()) == 7
+    assert "creates all seven" in GUIDE.read_text(encoding="utf-8")

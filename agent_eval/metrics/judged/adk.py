@@ -189,7 +189,7 @@ async def final_response_match_v2(ctx: MetricContext[AdkJudgedOptions]) -> Evalu
     if (exact := await scored_by_adk(ctx)) is not None:
         return exact
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
     for actual, expected in pairs:
@@ -214,7 +214,7 @@ async def final_response_match_v2(ctx: MetricContext[AdkJudgedOptions]) -> Evalu
 async def safety_v1(ctx: MetricContext[SafetyOptions]) -> EvaluationResult:
     """ADK's safety_v1, asked of the judge with a safety policy (see the module docstring)."""
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
     for actual, expected in ctx.pairs():
@@ -339,7 +339,7 @@ async def hallucinations_v1(ctx: MetricContext[HallucinationsOptions]) -> Evalua
     if (exact := await scored_by_adk(ctx)) is not None:
         return exact
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     pairs = ctx.pairs()
     jobs = [
         _check_invocation(sampler, options, ctx.actual[:i], a, e, threshold=threshold) for i, (a, e) in enumerate(pairs)

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, alias_generators
 
-__all__ = ["DEFAULT_JUDGE_MODEL", "Judge", "JudgeModelOptions", "JudgeRequest", "JudgeSample"]
+__all__ = ["DEFAULT_JUDGE_MODEL", "Judge", "JudgeExample", "JudgeModelOptions", "JudgeRequest", "JudgeSample"]
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
@@ -29,6 +29,21 @@ class JudgeModelOptions(BaseModel):
     )
     num_samples: int = Field(default=5, ge=1, le=100, description="Samples per invocation; majority vote.")
     parallelism_limit: int = Field(default=1, ge=1, description="ADK's per-metric cap (the client also caps).")
+
+
+class JudgeExample(BaseModel):
+    """A person's verdict on an earlier judged item, shown to the judge as an example to follow (agent-eval's
+    prompts only; `agent_eval.metrics.judged.prompts.examples_section`). Every text is data, fenced."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user: str = ""
+    response: str = ""
+    reference: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    rubric: str | None = None
+    verdict: bool
+    note: str | None = None
 
 
 class JudgeRequest(BaseModel):

@@ -2,9 +2,13 @@
 
 A judge identity is the judge model, the judge mode actually used (`judged.mode`: a missing `judge_mode` resolves
 to ADK's evaluators where google-adk is installed and to agent-eval's prompts where it is not), the prompts'
-version, the generation config and the number of samples. The prompts' version is, for `adk-exact`, the
-installed google-adk's version (its evaluators write the prompts); for `agent-eval`, a hash of every prompt text
-of `judged.prompts`, so any change to a prompt is a new identity without anyone bumping a number.
+version, the generation config, the number of samples, and the examples the judge is shown (`judge_examples`, a
+judge profile's version). It is stored as JSON without its unset fields (`JudgeIdentity.stored`).
+
+The prompts' version is, for `adk-exact`, the installed google-adk's version (its evaluators write the prompts);
+for `agent-eval`, a hash of the source of `judged.prompts` (instructions and request builders), so any change to
+a prompt is a new identity without anyone bumping a number (an edited comment is one too: a harmless split,
+never a false match).
 
 Two runs whose judged criteria were scored by different identities are not compared
 (`agent_eval.store.queries.choose_baseline`), and a label's agreement is measured per identity.
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -23,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent_eval.metrics.judged import prompts
+from agent_eval.metrics.judged.base import JudgeExample
 from agent_eval.metrics.judged.mode import ADK_EXACT, AGENT_EVAL, AdkJudgedOptions, JudgedOptions, judge_mode_for
 from agent_eval.metrics.registry import MetricSpec, parse_options
 from agent_eval.schema import EvalMetric
@@ -40,15 +45,26 @@ class JudgeIdentity(BaseModel):
     prompts: str
     samples: int
     config: dict[str, Any] | None = None
+    examples: str | None = None
+    """A hash of the criterion's `judge_examples` (None: no examples)."""
+    profile: str | None = None
+    """The judge profile the examples came from, `name@version`."""
 
     @property
     def key(self) -> str:
-        """A short stable hash of the identity (`identity_key`)."""
-        return identity_key(self.model_dump(mode="json"))
+        """A short stable hash of the identity as stored (`identity_key`)."""
+        return identity_key(self.stored())
 
     def describe(self) -> str:
-        """E.g. `gemini-2.5-flash, adk-exact (google-adk 1.2.0), 5 samples`."""
-        return f"{self.model}, {self.mode} ({self.prompts}), {self.samples} sample{'s' if self.samples != 1 else ''}"
+        """E.g. `gemini-2.5-flash, adk-exact (google-adk 1.2.0), 5 samples`, then the profile or examples."""
+        text = f"{self.model}, {self.mode} ({self.prompts}), {self.samples} sample{'s' if self.samples != 1 else ''}"
+        if self.profile:
+            return f"{text}, profile {self.profile}"
+        return f"{text}, {self.examples}" if self.examples else text
+
+    def stored(self) -> dict[str, Any]:
+        """The identity as `runs.judges` keeps it: JSON, unset fields left out."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 def identity_key(identity: Mapping[str, Any]) -> str:
@@ -73,7 +89,16 @@ def judge_identity(eval_metric: EvalMetric, spec: MetricSpec) -> JudgeIdentity |
         prompts=prompts_version(mode),
         samples=model_options.num_samples,
         config=model_options.judge_model_config,
+        examples=_examples_digest(options.judge_examples),
+        profile=options.judge_profile,
     )
+
+
+def _examples_digest(examples: Sequence[JudgeExample]) -> str | None:
+    if not examples:
+        return None
+    text = json.dumps([example.model_dump(mode="json") for example in examples], sort_keys=True)
+    return f"{len(examples)} examples {hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 def prompts_version(mode: str) -> str:

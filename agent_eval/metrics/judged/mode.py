@@ -22,10 +22,10 @@ import threading
 from functools import cache
 from typing import Literal, TypeAlias
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from agent_eval.metrics.common import CriterionOptions
-from agent_eval.metrics.judged.base import JudgeModelOptions
+from agent_eval.metrics.judged.base import JudgeExample, JudgeModelOptions
 
 __all__ = [
     "ADK_EXACT",
@@ -93,9 +93,18 @@ def judge_mode_for(metric_name: str, requested: JudgeMode | None) -> JudgeMode:
 
 
 class JudgedOptions(CriterionOptions):
-    """Options of every judged metric (ADK's LlmAsAJudgeCriterion)."""
+    """Options of every judged metric (ADK's LlmAsAJudgeCriterion), and agent-eval's examples for the judge.
+
+    `judge_examples`: people's verdicts on earlier items, sent with every judge request as fenced examples to
+    follow. `judge_profile`: the name of a stored judge profile (`agent-eval judges align`), which the plan turns
+    into its `judge_examples` (the newest kept version, or `name@version`). Either needs agent-eval's prompts:
+    ADK's prompts have no slot for examples, so a metric with ADK-exact mode takes `judge_mode: "agent-eval"`
+    when none is given, and refuses `"adk-exact"`.
+    """
 
     judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+    judge_examples: list[JudgeExample] = Field(default_factory=list)
+    judge_profile: str | None = None
 
 
 class AdkJudgedOptions(JudgedOptions):
@@ -107,3 +116,14 @@ class AdkJudgedOptions(JudgedOptions):
     @classmethod
     def _adk_installed(cls, value: JudgeMode | None) -> JudgeMode | None:
         return check_requested_mode(value)
+
+    @model_validator(mode="after")
+    def _examples_need_our_prompts(self) -> AdkJudgedOptions:
+        if not (self.judge_examples or self.judge_profile):
+            return self
+        if self.judge_mode == ADK_EXACT:
+            raise ValueError(
+                "judge_examples and judge_profile need judge_mode 'agent-eval': ADK's prompts have no slot for examples"
+            )
+        self.judge_mode = AGENT_EVAL
+        return self

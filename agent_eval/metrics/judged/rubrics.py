@@ -250,7 +250,7 @@ async def _rubric_metric(ctx: MetricContext[RubricOptions], kind: str, system: s
         return exact
     threshold = ctx.threshold
     judge = _RubricJudge(
-        sampler_for(options.judge_model_options),
+        sampler_for(options),
         kind,
         system,
         options.include_intermediate_responses_in_final,

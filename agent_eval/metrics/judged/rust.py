@@ -192,7 +192,7 @@ def _rubric_text(rubric: WeightedRubric) -> str:
 async def semantic_match_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
     """ADK-Rust's semantic match (see the module docstring)."""
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     include = options.include_intermediate_responses_in_final
     jobs = []
     for actual, expected in ctx.expected_pairs():
@@ -215,7 +215,7 @@ async def semantic_match_score(ctx: MetricContext[JudgedOptions]) -> EvaluationR
 async def rubric_quality_score(ctx: MetricContext[RubricQualityOptions]) -> EvaluationResult:
     """ADK-Rust's rubric quality (see the module docstring)."""
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     scored = await gather_scored([_rubric_invocation(sampler, options, a, threshold) for a in ctx.actual])
     result = judged_result(scored, threshold, options.judge_model_options)
     return result.model_copy(update={"overall_rubric_scores": rubric_means(scored)})
@@ -230,7 +230,7 @@ async def rubric_quality_score(ctx: MetricContext[RubricQualityOptions]) -> Eval
 async def safety_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
     """ADK-Rust's safety score (see the module docstring)."""
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     jobs = []
     for actual, expected in ctx.pairs():
         sections = [jp.fence("user_prompt", content_text(actual.user_content)), _response(actual, options)]
@@ -248,7 +248,7 @@ async def safety_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
 async def hallucination_score(ctx: MetricContext[JudgedOptions]) -> EvaluationResult:
     """ADK-Rust's hallucination score (see the module docstring)."""
     options = ctx.options
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     pairs = ctx.pairs()
     jobs = []
     for index, (actual, expected) in enumerate(pairs):

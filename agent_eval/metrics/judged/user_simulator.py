@@ -136,7 +136,7 @@ async def per_turn_user_simulator_quality_v1(ctx: MetricContext[UserSimulatorOpt
     options = ctx.options
     if (exact := await scored_by_adk(dataclasses.replace(ctx, expected=None))) is not None:
         return exact
-    sampler, threshold = sampler_for(options.judge_model_options), ctx.threshold
+    sampler, threshold = sampler_for(options), ctx.threshold
     turns, scenario = ctx.actual, ctx.scenario
     jobs = [
         ask_binary(sampler, question, turn, None, threshold) for question, turn in _questions(options, scenario, turns)

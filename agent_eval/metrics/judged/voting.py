@@ -32,8 +32,9 @@ from typing import Any, Generic, TypeAlias, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_eval.metrics.common import overall_result, status_for
-from agent_eval.metrics.judged.base import Judge, JudgeModelOptions, JudgeRequest, JudgeSample
+from agent_eval.metrics.judged.base import Judge, JudgeExample, JudgeModelOptions, JudgeRequest, JudgeSample
 from agent_eval.metrics.judged.mode import JudgedOptions
+from agent_eval.metrics.judged.prompts import examples_section
 from agent_eval.metrics.registry import MetricContext
 from agent_eval.schema import EvaluationResult, Invocation, PerInvocationResult
 
@@ -304,10 +305,12 @@ def parse_answer(sample: JudgeSample, schema: type[A]) -> A | str:
 class Sampler:
     """Asks questions `num_samples` times each, at most `parallelism_limit` judge calls at once."""
 
-    def __init__(self, judge: Judge, options: JudgeModelOptions) -> None:
-        """Sample `judge` as `options` say (model, generation config, samples, parallelism)."""
+    def __init__(self, judge: Judge, options: JudgeModelOptions, examples: Sequence[JudgeExample] = ()) -> None:
+        """Sample `judge` as `options` say (model, generation config, samples, parallelism); `examples` (people's
+        verdicts) follow every question's material (`prompts.examples_section`)."""
         self.judge = judge
         self.options = options
+        self.examples = examples_section(examples) if examples else ""
         self._limit = asyncio.Semaphore(options.parallelism_limit)
 
     async def ask(self, question: Question[A]) -> list[A | str]:
@@ -319,7 +322,7 @@ class Sampler:
         request = JudgeRequest(
             model=self.options.judge_model,
             system=question.system,
-            prompt=question.prompt,
+            prompt=f"{question.prompt}\n\n{self.examples}" if self.examples else question.prompt,
             response_schema=question.schema,
             config=dict(self.options.judge_model_config or {}),
             sample_index=index,
@@ -337,9 +340,10 @@ def verdicts_of(answers: Sequence[V | str]) -> list[Verdict]:
     return [Verdict.unusable(answer) if isinstance(answer, str) else answer.verdict() for answer in answers]
 
 
-def sampler_for(options: JudgeModelOptions) -> Sampler:
-    """A sampler over the judge for `options.judge_model` (from `judge_for`)."""
-    return Sampler(judge_for(options.judge_model), options)
+def sampler_for(options: JudgedOptions) -> Sampler:
+    """A sampler over the judge for the criterion's `judge_model` (from `judge_for`), with its examples."""
+    model_options = options.judge_model_options
+    return Sampler(judge_for(model_options.judge_model), model_options, options.judge_examples)
 
 
 # ---------------------------------------------------------------------------------------------- results
