@@ -77,7 +77,7 @@ def _flow_run_names(api_url: str) -> list[str]:
 
 
 def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if key not in ("PREFECT_API_URL", "CI")}
+    env = {key: value for key, value in os.environ.items() if key not in ("PREFECT_API_URL", "CI", "AGENT_EVAL_DB_URL")}
     env.update(
         AGENT_EVAL_HOME=str(tmp_path / "home"),
         PREFECT_HOME=str(tmp_path / "prefect"),
@@ -108,6 +108,10 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
         status = _cli(["server", "status"], env).stdout.splitlines()
         assert status[0] == f"Running: local Prefect server, UI http://127.0.0.1:{state['port']}"
         assert status[1] in ("No warm process runs", f"Running: the warm process, pid {_warm_pid(tmp_path)}")
+        assert status[2:] == [  # the store and the Prefect API a run from this shell uses (issue 33)
+            f"Store: sqlite:///{tmp_path / 'home' / 'agent_eval.db'}",
+            f"Prefect API for runs: {api_url} (the local server)",
+        ]
     finally:
         stopped = _cli(["server", "stop"], env)
     assert stopped.stdout.strip().startswith("Stopped the local Prefect server")
@@ -118,6 +122,8 @@ def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
     assert _cli(["server", "status"], env).stdout.splitlines() == [
         "No local Prefect server runs",
         "No warm process runs",
+        f"Store: sqlite:///{tmp_path / 'home' / 'agent_eval.db'}",
+        "Prefect API for runs: the local server, started by the next run",
     ]
 
 

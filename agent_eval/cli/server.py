@@ -15,6 +15,7 @@ from agent_eval.errors import EXIT_OK, EvalInputError
 from agent_eval.runtime import registry, server, warm
 from agent_eval.runtime.background import stop_process
 from agent_eval.runtime.processes import process_alive
+from agent_eval.settings import default_store_shown
 
 __all__ = ["add_server_parser", "keep_warm", "server_command"]
 
@@ -34,7 +35,8 @@ def add_server_parser(commands: Any) -> None:
 
 def server_command(args: argparse.Namespace) -> int:
     """`agent-eval server start|stop|status`: one line about the local Prefect server, one about the warm
-    process (`start` waits until both are ready); with `--all`, a line per background process of the machine.
+    process (`start` waits until both are ready); `status` also names the store and the Prefect API that a run
+    from this shell uses; with `--all`, a line per background process of the machine.
 
     Raises:
         EvalInputError: `--all` with `start` (it starts the current home's only).
@@ -59,7 +61,20 @@ def server_command(args: argparse.Namespace) -> int:
     found, warm_found = server.local_server_status(), warm.warm_process_status()
     print(f"Running: local Prefect server, UI {found.ui_url}" if found else "No local Prefect server runs")
     print(f"Running: the warm process, pid {warm_found.pid}" if warm_found else "No warm process runs")
+    print(f"Store: {default_store_shown()}")
+    print(f"Prefect API for runs: {_api_in_use(found.api_url if found else None)}")
     return EXIT_OK
+
+
+def _api_in_use(local_api: str | None) -> str:
+    """Which Prefect API a run from this shell uses (`server.server_mode`): the configured one, the local
+    server's, or a temporary one per run."""
+    mode = server.server_mode()
+    if mode == "configured":
+        return f"{server.configured_api_url()} (PREFECT_API_URL)"
+    if mode == "ephemeral":
+        return "a temporary server per run (AGENT_EVAL_PREFECT_SERVER=ephemeral, or CI)"
+    return f"{local_api} (the local server)" if local_api else "the local server, started by the next run"
 
 
 def _status_all() -> int:

@@ -5,12 +5,13 @@
    `random.Random(seed)`, the first `held_out` share of each class held out, the rest the training split.
    At least `2 * MIN_LABELS` labelled items are needed (`MIN_LABELS` held out).
 2. Examples come from the training split: first the items where the stored judge verdict disagreed with the
-   person, then the others, alternating the two label classes (so both appear when both exist), up to
-   `examples` of them; each with what the judge saw (the user's turn, the answer, tool calls, reference, rubric
-   text), the person's verdict and note.
+   person, then the others, each alternating the two label classes, up to `examples` of them, the last given up
+   for the first item of a verdict they lack (so both verdicts appear whenever both exist); each with what the
+   judge saw (the user's turn, the answer, tool calls, reference, rubric text), the person's verdict and note.
 3. The held-out items are judged twice with fresh calls and agent-eval's prompts (the criterion as stored, or
-   `--config`'s, with `judge_mode: "agent-eval"`; ADK's prompts have no slot for examples): without the
-   examples, then with them.
+   `--config`'s, with `judge_mode: "agent-eval"`; ADK's prompts have no slot for examples): without any
+   examples (an earlier profile's included), then with the new ones. The profile's evaluation names the
+   held-out content keys.
 4. The gain in kappa on the held-out items and its paired bootstrap interval
    (`agent_eval.results.agreement.kappa_gain`) decide: the profile is kept only when the interval's lower bound
    is above 0, i.e. the gain is beyond the interval's noise. Either way the version is stored (`judge_profiles`,
@@ -154,7 +155,8 @@ def _with_examples(eval_metric: EvalMetric, examples: Sequence[JudgeExample]) ->
 
 def _with_options(eval_metric: EvalMetric, options: Mapping[str, Any]) -> EvalMetric:
     criterion = eval_metric.criterion.model_dump(exclude_none=True) if eval_metric.criterion else {}
-    criterion = {k: v for k, v in criterion.items() if k not in ("judgeProfile", "judge_profile")}
+    dropped = ("judgeProfile", "judge_profile", "judgeExamples", "judge_examples")  # no earlier profile's examples
+    criterion = {k: v for k, v in criterion.items() if k not in dropped}
     config = EvalConfig.model_validate({"criteria": {eval_metric.metric_name: {**criterion, **options}}})
     return REGISTRY.resolve(config)[0][0]
 
@@ -170,7 +172,18 @@ def _examples(train: Mapping[str, LabelledPair], cases: Mapping[int, StoredCase]
         for pair_index in range(max(len(g) for g in groups)):
             ordered.extend(group[pair_index] for group in groups if pair_index < len(group))
     found = [_example(pair, cases.get(pair.item.case_result_id)) for pair in ordered]
-    return [example for example in found if example is not None][:wanted]
+    return _both_verdicts([example for example in found if example is not None], wanted)
+
+
+def _both_verdicts(ordered: Sequence[JudgeExample], wanted: int) -> list[JudgeExample]:
+    """The first `wanted` examples, the last of them given up for the first example of a verdict they lack (so
+    both verdicts appear whenever both exist and `wanted` is at least 2)."""
+    chosen = list(ordered[:wanted])
+    for verdict in (True, False):
+        missing = next((e for e in ordered[wanted:] if e.verdict is verdict), None)
+        if missing is not None and wanted >= 2 and all(e.verdict is not verdict for e in chosen):
+            chosen[-1] = missing
+    return chosen
 
 
 def _disagrees(pair: LabelledPair) -> bool:
@@ -230,6 +243,7 @@ def _stored(metric: str, name: str, outcome: _Outcome, engine: Engine) -> Alignm
         "train": outcome.train,
         "held_out": len(test),
         "held_out_judged": len(keys),
+        "held_out_keys": sorted(test),
     }
     record = JudgeProfileRecord(
         name=name,

@@ -208,7 +208,9 @@ def scoring_fingerprint(config: dict[str, Any]) -> str:
     (retry settings) and the `limits` section (global limits) are left out: they say how runs are compared or
     calls are paced, not what a run measured. Bare thresholds count as `{"threshold": x}`, option keys
     as snake_case (`matchType` is `match_type`), and a config with no `criteria` as ADK's default criteria, so
-    equal configs written differently hash alike.
+    equal configs written differently hash alike. A criterion's `judge_profile` and `judge_examples` are left
+    out too: they are part of the judge's identity (`agent_eval.metrics.judged.identity`), which decides, and
+    names, whether two runs' judges are alike.
     """
     data = {key: value for key, value in config.items() if key not in ("regression", "judge", "limits")}
     criteria = data.get("criteria", DEFAULT_CRITERIA)
@@ -217,7 +219,16 @@ def scoring_fingerprint(config: dict[str, Any]) -> str:
             name: {"threshold": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
             for name, value in criteria.items()
         }
-    return content_hash(_snake_keys(data))
+    snake = _snake_keys(data)
+    if isinstance(snake.get("criteria"), dict):
+        snake["criteria"] = {name: _without_examples(value) for name, value in snake["criteria"].items()}
+    return content_hash(snake)
+
+
+def _without_examples(criterion: Any) -> Any:
+    if not isinstance(criterion, dict):
+        return criterion
+    return {key: value for key, value in criterion.items() if key not in ("judge_profile", "judge_examples")}
 
 
 def _snake_keys(value: Any) -> Any:

@@ -33,9 +33,12 @@ class JudgeModelOptions(BaseModel):
 
 class JudgeExample(BaseModel):
     """A person's verdict on an earlier judged item, shown to the judge as an example to follow (agent-eval's
-    prompts only; `agent_eval.metrics.judged.prompts.examples_section`). Every text is data, fenced."""
+    prompts only; `agent_eval.metrics.judged.prompts.examples_section`). Every text is data, fenced. Keys in
+    snake or camel case, as every option."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=alias_generators.to_camel, populate_by_name=True
+    )
 
     user: str = ""
     response: str = ""

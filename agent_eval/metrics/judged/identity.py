@@ -98,7 +98,8 @@ def _examples_digest(examples: Sequence[JudgeExample]) -> str | None:
     if not examples:
         return None
     text = json.dumps([example.model_dump(mode="json") for example in examples], sort_keys=True)
-    return f"{len(examples)} examples {hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    noun = "example" if len(examples) == 1 else "examples"
+    return f"{len(examples)} {noun} {hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 def prompts_version(mode: str) -> str:
