@@ -16,14 +16,12 @@ Fewer than `MIN_LABELS` labels, or one human class only, is said in words (`insu
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from agent_eval.metrics.judged.identity import JudgeIdentity, identity_key
 from agent_eval.results.agreement import (
     BinaryAgreement,
     JudgeAgreement,
@@ -33,6 +31,7 @@ from agent_eval.results.agreement import (
     self_consistency,
 )
 from agent_eval.results.model import RunReport
+from agent_eval.results.run_configs import describe_judge, identity_key
 from agent_eval.store.labels import LabelledPair, labelled_pairs
 
 __all__ = ["format_judges", "judge_agreements", "judge_key", "run_judge_agreements"]
@@ -107,10 +106,7 @@ def _verdicts(samples: Iterable[Any]) -> list[bool | None]:
 def _describe(identity: Mapping[str, Any] | None) -> str:
     if identity is None:
         return UNKNOWN_JUDGE
-    try:
-        return JudgeIdentity.model_validate(identity).describe()
-    except ValueError:  # a shape of another release
-        return json.dumps(dict(identity), sort_keys=True)
+    return describe_judge(identity)
 
 
 def format_judges(agreements: Sequence[JudgeAgreement]) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from agent_eval.metrics.judged.identity import identity_key
 from agent_eval.results.model import MetricResult
+from agent_eval.results.run_configs import identity_key
 from agent_eval.schema import EvalStatus
 from agent_eval.store.labels import judge_checks
 from agent_eval.store.models import JudgeCheckRecord

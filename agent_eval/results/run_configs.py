@@ -11,6 +11,8 @@ through `configs_by_eval_set`, which understands both shapes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +24,8 @@ __all__ = [
     "configs_by_eval_set",
     "criterion_keys",
     "describe_configs",
+    "describe_judge",
+    "identity_key",
     "judge_differences",
     "scoring_fingerprints",
     "stored_config",
@@ -147,3 +151,21 @@ def _identity_change(now: Mapping[str, Any] | None, before: Mapping[str, Any] | 
     keys = ("model", "mode", "prompts", "samples", "config", "examples", "profile")
     changed = [key for key in keys if now.get(key) != before.get(key)]
     return ", ".join(f"{key} {now.get(key)} (was {before.get(key)})" for key in changed)
+
+
+def identity_key(identity: Mapping[str, Any]) -> str:
+    """A short stable hash (12 hex characters) of a judge identity as stored (`runs.judges` holds them as JSON,
+    `agent_eval.metrics.judged.identity.JudgeIdentity.stored`)."""
+    text = json.dumps(dict(identity), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def describe_judge(identity: Mapping[str, Any]) -> str:
+    """A stored judge identity in words: `gemini-2.5-flash, adk-exact (google-adk 1.2.0), 5 samples`, then its
+    profile or examples."""
+    samples = identity.get("samples")
+    text = f"{identity.get('model')}, {identity.get('mode')} ({identity.get('prompts')}), {samples} sample"
+    text += "" if samples == 1 else "s"
+    if identity.get("profile"):
+        return f"{text}, profile {identity['profile']}"
+    return f"{text}, {identity['examples']}" if identity.get("examples") else text

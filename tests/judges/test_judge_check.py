@@ -29,8 +29,8 @@ from agent_eval import evaluate
 from agent_eval.cli import main
 from agent_eval.judges.check import JudgeCheck, check_judge
 from agent_eval.metrics.judged import close_judge_clients
-from agent_eval.metrics.judged.identity import identity_key
 from agent_eval.results.model import RunReport
+from agent_eval.results.run_configs import identity_key
 from agent_eval.schema import EvalConfig
 from agent_eval.store import get_engine
 from agent_eval.store.labels import Label, judge_checks, judged_items_of_run, save_labels

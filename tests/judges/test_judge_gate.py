@@ -21,11 +21,11 @@ from sqlalchemy.engine import Engine
 from agent_eval import evaluate
 from agent_eval.compare.regression import compare_runs
 from agent_eval.judges.gate import gate_results, uncalibrated_judges
-from agent_eval.metrics.judged.identity import identity_key
 from agent_eval.plan.eval_plan import prepare
 from agent_eval.plan.request import EvalRequest
 from agent_eval.results.aggregate import build_report, case_status
 from agent_eval.results.model import MetricResult, RunReport
+from agent_eval.results.run_configs import identity_key
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, JudgeConfig
 from agent_eval.store import get_engine
 from agent_eval.store.labels import save_judge_check

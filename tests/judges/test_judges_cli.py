@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 
 from agent_eval.cli import main
 from agent_eval.judges.agreement import UNKNOWN_JUDGE
-from agent_eval.metrics.judged.identity import identity_key
+from agent_eval.results.run_configs import identity_key
 from agent_eval.store import get_engine
 from tests.judges.stored_runs import (
     ADK_EXACT_JUDGE,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -30,9 +30,10 @@ from agent_eval.metrics.judged import prompts
 from agent_eval.metrics.judged.base import JudgeExample
 from agent_eval.metrics.judged.mode import ADK_EXACT, AGENT_EVAL, AdkJudgedOptions, JudgedOptions, judge_mode_for
 from agent_eval.metrics.registry import MetricSpec, parse_options
+from agent_eval.results.run_configs import describe_judge, identity_key
 from agent_eval.schema import EvalMetric
 
-__all__ = ["JudgeIdentity", "identity_key", "judge_identity", "prompts_version"]
+__all__ = ["JudgeIdentity", "judge_identity", "prompts_version"]
 
 
 class JudgeIdentity(BaseModel):
@@ -57,20 +58,11 @@ class JudgeIdentity(BaseModel):
 
     def describe(self) -> str:
         """E.g. `gemini-2.5-flash, adk-exact (google-adk 1.2.0), 5 samples`, then the profile or examples."""
-        text = f"{self.model}, {self.mode} ({self.prompts}), {self.samples} sample{'s' if self.samples != 1 else ''}"
-        if self.profile:
-            return f"{text}, profile {self.profile}"
-        return f"{text}, {self.examples}" if self.examples else text
+        return describe_judge(self.stored())
 
     def stored(self) -> dict[str, Any]:
         """The identity as `runs.judges` keeps it: JSON, unset fields left out."""
         return self.model_dump(mode="json", exclude_none=True)
-
-
-def identity_key(identity: Mapping[str, Any]) -> str:
-    """A short stable hash (12 hex characters) of an identity as stored (`runs.judges` holds them as JSON)."""
-    text = json.dumps(dict(identity), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def judge_identity(eval_metric: EvalMetric, spec: MetricSpec) -> JudgeIdentity | None:
