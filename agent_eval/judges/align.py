@@ -29,15 +29,21 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from agent_eval.errors import EvalInputError
-from agent_eval.judges.check import StoredCase, judge_again, labelled_items, stored_cases, stored_criterion
+from agent_eval.judges.check import (
+    StoredCase,
+    case_result_of,
+    judge_again,
+    labelled_items,
+    stored_cases,
+    stored_criterion,
+)
 from agent_eval.metrics.judged.base import JudgeExample
 from agent_eval.metrics.judged.mode import AdkJudgedOptions
 from agent_eval.metrics.registry import REGISTRY, MetricSpec
 from agent_eval.results.agreement import MIN_LABELS, binary_agreement, kappa_gain
 from agent_eval.results.agreement_model import BinaryAgreement
 from agent_eval.results.judged_items import turn_content
-from agent_eval.results.model import CaseResult
-from agent_eval.schema import EvalConfig, EvalMetric, EvalStatus
+from agent_eval.schema import EvalConfig, EvalMetric
 from agent_eval.store.engine import get_engine
 from agent_eval.store.labels import LabelledPair, labelled_pairs, save_judge_profile
 from agent_eval.store.models import JudgeProfileRecord
@@ -193,16 +199,8 @@ def _disagrees(pair: LabelledPair) -> bool:
 def _example(pair: LabelledPair, stored: StoredCase | None) -> JudgeExample | None:
     if stored is None or pair.label.passed is None:
         return None
-    case, run, rubric_texts = stored
-    result = CaseResult(
-        eval_set_id=run.eval_set_id,
-        eval_id=run.eval_id,
-        run_index=run.run_index,
-        status=EvalStatus.NOT_EVALUATED,
-        agent_run=run,
-        expected_invocations=case.conversation,
-    )
-    content = turn_content(result, pair.item.turn)
+    rubric_texts = stored[2]
+    content = turn_content(case_result_of(stored), pair.item.turn)
     rubric = rubric_texts.get(pair.item.rubric_id) if pair.item.rubric_id else None
     return JudgeExample(
         user=content["user"],

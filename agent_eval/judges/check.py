@@ -39,9 +39,9 @@ from agent_eval.metrics.scoring import score_case_run
 from agent_eval.results.agreement import binary_agreement
 from agent_eval.results.agreement_model import BinaryAgreement
 from agent_eval.results.judged_items import judged_items
-from agent_eval.results.model import CaseResult
+from agent_eval.results.model import CaseResult, MetricResult
 from agent_eval.results.run_configs import configs_by_eval_set
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalMetric, EvalStatus
 from agent_eval.store.engine import get_engine
 from agent_eval.store.labels import (
     LabelledPair,
@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_MAX_DROP",
     "JudgeCheck",
     "StoredCase",
+    "case_result_of",
     "check_judge",
     "drift_text",
     "judge_again",
@@ -189,16 +190,9 @@ async def judge_again(
     with _fresh_judges():
         results = await asyncio.gather(*(score_case_run(spec, eval_metric, case, run) for case, run, _ in cases))
     verdicts: dict[str, bool | None] = {}
-    for (case, run, rubric_texts), result in zip(cases, results, strict=True):
-        scored = CaseResult(
-            eval_set_id=run.eval_set_id,
-            eval_id=run.eval_id,
-            run_index=run.run_index,
-            status=result.status,
-            agent_run=run,
-            expected_invocations=case.conversation,
-            metrics=[result],
-        )
+    for stored, result in zip(cases, results, strict=True):
+        scored = case_result_of(stored, result)
+        rubric_texts = stored[2]
         verdicts.update(
             (item.key, item.judge_passed) for item in judged_items(scored, rubric_texts) if item.key in items
         )
@@ -207,6 +201,21 @@ async def judge_again(
 
 StoredCase: TypeAlias = tuple[EvalCase, AgentRun, Mapping[str, str]]
 """A labelled item's case run: its eval case, the stored agent run and its criterion's rubric texts."""
+
+
+def case_result_of(stored: StoredCase, result: MetricResult | None = None) -> CaseResult:
+    """A stored case run as a `CaseResult` (with `result` as its one metric), what `judged_items` and
+    `turn_content` read."""
+    case, run, _ = stored
+    return CaseResult(
+        eval_set_id=run.eval_set_id,
+        eval_id=run.eval_id,
+        run_index=run.run_index,
+        status=result.status if result is not None else EvalStatus.NOT_EVALUATED,
+        agent_run=run,
+        expected_invocations=case.conversation,
+        metrics=[result] if result is not None else [],
+    )
 
 
 def stored_cases(pairs: Iterable[LabelledPair], engine: Engine) -> dict[int, StoredCase]:

@@ -59,7 +59,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from agent_eval.errors import EvalInputError
-from agent_eval.results.judged_items import JudgedItem, is_judged, judged_items, turn_content
+from agent_eval.results.judged_items import JudgedItem, case_rubric_texts, is_judged, judged_items, turn_content
 from agent_eval.results.model import CaseResult, MetricResult
 from agent_eval.schema import RubricScore
 from agent_eval.store.engine import get_engine
@@ -141,7 +141,7 @@ def _stored_keys(run_id: str, engine: Engine) -> dict[_Position, str]:
 
 
 def _case_items(case: CaseResult, texts: Mapping[str, str], stored: Mapping[_Position, str]) -> list[dict[str, Any]]:
-    rubric_texts = {**_case_rubric_texts(case), **texts}
+    rubric_texts = {**case_rubric_texts(case), **texts}
     items = []
     turns = len(case.agent_run.invocations)
     for judged, (result, rubric) in zip(judged_items(case, texts), _judged_positions(case), strict=True):
@@ -229,16 +229,6 @@ def _sample(sample: Any, rubric_id: str | None = None) -> dict[str, Any]:
         "label": _text(sample.get("label")),
         "rationale": _text(sample.get("rationale")) or _text(sample.get("answer")),
         "error": _text(sample.get("error")),
-    }
-
-
-def _case_rubric_texts(case: CaseResult) -> dict[str, str]:
-    """The case's own rubrics (on the expected and actual turns) by id: their text, else their description."""
-    invocations = [*(case.expected_invocations or []), *case.agent_run.invocations]
-    return {
-        rubric.rubric_id: rubric.rubric_content.text_property or rubric.description or ""
-        for invocation in invocations
-        for rubric in invocation.rubrics or []
     }
 
 

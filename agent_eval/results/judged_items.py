@@ -29,7 +29,15 @@ from typing import Any
 from agent_eval.results.model import CaseResult, MetricResult
 from agent_eval.schema import Invocation, content_text, tool_calls_of
 
-__all__ = ["JudgedItem", "is_judged", "item_key", "judged_items", "rubric_texts_of", "turn_content"]
+__all__ = [
+    "JudgedItem",
+    "case_rubric_texts",
+    "is_judged",
+    "item_key",
+    "judged_items",
+    "rubric_texts_of",
+    "turn_content",
+]
 
 _PASS_WITHOUT_THRESHOLD = 0.5
 
@@ -57,7 +65,7 @@ def is_judged(result: MetricResult) -> bool:
 
 def judged_items(case: CaseResult, rubric_texts: Mapping[str, str] | None = None) -> list[JudgedItem]:
     """Every judged item of a case run, in metric, turn and rubric order (rules in the module docstring)."""
-    texts = {**_case_rubric_texts(case), **(rubric_texts or {})}
+    texts = {**case_rubric_texts(case), **(rubric_texts or {})}
     items: list[JudgedItem] = []
     for result in case.metrics:
         if is_judged(result):
@@ -168,7 +176,8 @@ def _calls(invocation: Invocation | None) -> list[dict[str, Any]]:
     return [{"name": call.name, "args": call.args or {}} for call in tool_calls_of(invocation)]
 
 
-def _case_rubric_texts(case: CaseResult) -> dict[str, str]:
+def case_rubric_texts(case: CaseResult) -> dict[str, str]:
+    """The case's own rubrics (on the expected and actual turns) by id: their text, else their description."""
     invocations = [*(case.expected_invocations or []), *case.agent_run.invocations]
     return {
         rubric.rubric_id: rubric.rubric_content.text_property or rubric.description or ""

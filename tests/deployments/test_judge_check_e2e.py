@@ -29,9 +29,8 @@ from agent_eval.store.labels import Label, save_labels
 from agent_eval.store.models import JudgeCheckRecord
 from tests.compare.test_alerts import WebhookReceiver
 from tests.deployments.prefect_stack import POOL, PREFECT, PrefectStack
-from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer
+from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FAKE_API_KEY, FakeGeminiServer
 from tests.flows.judge_scripts import JudgeRouter, validity
-from tests.flows.test_judged_flow import CREDENTIAL_VARIABLES
 from tests.judges.stored_runs import (
     AGENT_EVAL_JUDGE,
     JUDGE_MODEL,

@@ -40,6 +40,7 @@ from google import genai
 from google.genai import types
 
 __all__ = [
+    "CREDENTIAL_VARIABLES",
     "FakeGeminiServer",
     "FakeReply",
     "RecordedRequest",
@@ -51,6 +52,17 @@ __all__ = [
 ]
 
 FAKE_API_KEY = "fake-gemini-key"
+CREDENTIAL_VARIABLES = (  # every variable that points a judge at a real Google endpoint
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_ENTERPRISE",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GEMINI_BASE_URL",
+    "AGENT_EVAL_JUDGE_BACKEND",
+    "AGENT_EVAL_GEMINI_BASE_URL",
+)
 _MODEL_IN_PATH = re.compile(r"models/([^/:]+):(\w+)")
 
 

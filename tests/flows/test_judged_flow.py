@@ -20,7 +20,7 @@ from agent_eval import evaluate, rescore
 from agent_eval.cli import main
 from agent_eval.results.model import MetricResult, RunReport
 from agent_eval.schema import EvalStatus
-from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer
+from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FAKE_API_KEY, FakeGeminiServer
 from tests.flows.judge_scripts import (
     JUDGED_METRICS,
     JudgeRouter,
@@ -42,17 +42,6 @@ BEDROOM = "Turn off device_2 in the Bedroom."
 KITCHEN = "What is the temperature in the Kitchen?"
 OFFICE = "Turn on device_4."
 LIVING_ROOM = "Set the Living Room to 22 degrees."
-CREDENTIAL_VARIABLES = (
-    "GOOGLE_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GOOGLE_GENAI_USE_ENTERPRISE",
-    "GOOGLE_CLOUD_PROJECT",
-    "GOOGLE_CLOUD_LOCATION",
-    "GOOGLE_GEMINI_BASE_URL",
-    "AGENT_EVAL_JUDGE_BACKEND",
-    "AGENT_EVAL_GEMINI_BASE_URL",
-)
 flow_test = pytest.mark.usefixtures("prefect_server")
 Results: TypeAlias = dict[tuple[str, str], MetricResult]
 

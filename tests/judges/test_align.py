@@ -39,7 +39,7 @@ from agent_eval.metrics.judged.prompts import examples_section
 from agent_eval.results.model import RunReport
 from agent_eval.store import get_engine
 from agent_eval.store.labels import Label, judge_profile, save_labels
-from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer
+from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FAKE_API_KEY, FakeGeminiServer
 from tests.flows.judge_scripts import JudgeCall, JudgeRouter, validity
 from tests.judges.stored_runs import (
     AGENT_EVAL_JUDGE,
@@ -52,7 +52,7 @@ from tests.judges.stored_runs import (
     stored_key,
     turn,
 )
-from tests.judges.test_judge_check import CREDENTIAL_VARIABLES, cli, criterion, item_keys, write_cases
+from tests.judges.test_judge_check import cli, criterion, item_keys, write_cases
 
 FINAL = "final_response_match_v2"
 AGENT = "tests.flows.agents_for_tests:echo_agent"

@@ -34,7 +34,7 @@ from agent_eval.results.run_configs import identity_key
 from agent_eval.schema import EvalConfig
 from agent_eval.store import get_engine
 from agent_eval.store.labels import Label, judge_checks, judged_items_of_run, save_labels
-from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer
+from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FAKE_API_KEY, FakeGeminiServer
 from tests.flows.helpers import echo_case
 from tests.flows.judge_scripts import JudgeCall, JudgeRouter, validity
 
@@ -49,17 +49,6 @@ HUMAN = {eval_id: index < 10 or index in (12, 13) for index, eval_id in enumerat
 WORSE = {**FIRST, "c00": False, "c01": False, "c14": True, "c15": True}
 """The judge later: 8 pass-pass, 4 pass-fail, 4 fail-pass, 8 fail-fail."""
 FIRST_DRIFT = f"judge drift: {FINAL} kappa 0.67 → 0.33 on 24 labels (a fall of more than 0.15)"
-CREDENTIAL_VARIABLES = (
-    "GOOGLE_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GOOGLE_GENAI_USE_ENTERPRISE",
-    "GOOGLE_CLOUD_PROJECT",
-    "GOOGLE_CLOUD_LOCATION",
-    "GOOGLE_GEMINI_BASE_URL",
-    "AGENT_EVAL_JUDGE_BACKEND",
-    "AGENT_EVAL_GEMINI_BASE_URL",
-)
 _CASE_IN_PROMPT = re.compile(r"\b(c\d\d) [0-9a-f]{8}\b")
 
 
