@@ -47,7 +47,7 @@ from agent_eval.agents.base import AgentSession, AgentTurn, ToolCallRecord
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.agents.mocking import find_mock
 from agent_eval.errors import EvalInputError
-from agent_eval.schema import EvalCase, ToolMock
+from agent_eval.schema import EvalCase, ModelUsage, ToolMock, add_usage
 
 if TYPE_CHECKING:
     from google.adk.apps import App
@@ -95,6 +95,8 @@ class EventView:
         partial: a streaming fragment (ignored: the complete event follows).
         input_tokens: prompt + tool-use prompt tokens of the model call, when reported.
         output_tokens: candidates + thoughts tokens of the model call, when reported.
+        model: the model that answered (the event's `model_version`), when reported.
+        usage: the model call's usage (`ModelUsage.of_genai`), None for an event that is no model answer.
     """
 
     parts: tuple[genai_types.Part, ...] = ()
@@ -103,6 +105,8 @@ class EventView:
     partial: bool = False
     input_tokens: int | None = None
     output_tokens: int | None = None
+    model: str | None = None
+    usage: ModelUsage | None = None
 
     @property
     def text(self) -> str:
@@ -139,7 +143,17 @@ def turn_from_events(events: Sequence[EventView]) -> AgentTurn:
         intermediate_responses=[event.text for event in outer_texts if event is not final],
         input_tokens=_sum_known([event.input_tokens for event in complete]),
         output_tokens=_sum_known([event.output_tokens for event in complete]),
+        model_usage=_model_usage(complete),
     )
+
+
+def _model_usage(events: Sequence[EventView]) -> dict[str, ModelUsage]:
+    """Per model, the calls and tokens of the events that carry a model answer's usage."""
+    totals: dict[str, ModelUsage] = {}
+    for event in events:
+        if event.usage is not None:
+            add_usage(totals, event.model, event.usage)
+    return totals
 
 
 def _attach_responses(calls: list[ToolCallRecord], responses: list[genai_types.FunctionResponse]) -> None:
@@ -167,6 +181,8 @@ def _view_of(event: Event, outer: bool) -> EventView:
         partial=bool(event.partial),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        model=event.model_version,
+        usage=ModelUsage.of_genai(event.usage_metadata) if event.usage_metadata is not None else None,
     )
 
 

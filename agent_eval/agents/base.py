@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.schema import AgentRun, EvalCase, ModelUsage
 
 __all__ = ["Agent", "AgentSession", "AgentTurn", "Preflighted", "ToolCallRecord", "TransientAgentError"]
 
@@ -46,6 +46,8 @@ class AgentTurn(BaseModel):
     intermediate_responses: list[str] = Field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
+    model_usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """Per model, the calls and tokens of this turn (an adapter that knows the model fills it)."""
 
 
 class AgentSession(BaseModel):

@@ -25,6 +25,7 @@ from agent_eval.schema import (
     Invocation,
     TokenUsage,
     content_text,
+    merged_usage,
 )
 
 __all__ = [
@@ -144,8 +145,8 @@ class TurnAgent(ABC):
         finally:
             await self.close_session(session)
             run.final_session_state = session.state  # a failed run's too: where it stopped
+            run.token_usage = _token_usage(session.history)  # a failed run's finished turns cost tokens too
         run.latency_seconds = time.perf_counter() - started
-        run.token_usage = _token_usage(session.history)
         return run
 
     async def _converse(self, case: EvalCase, session: AgentSession, run: AgentRun, started: float) -> None:
@@ -261,9 +262,12 @@ def _response_dict(response: object) -> dict[str, object]:
 
 
 def _token_usage(turns: list[AgentTurn]) -> TokenUsage | None:
+    """The turns' tokens in all (None: no turn reported any) and per model."""
     inputs = [t.input_tokens for t in turns if t.input_tokens is not None]
     outputs = [t.output_tokens for t in turns if t.output_tokens is not None]
-    if not inputs and not outputs:
+    by_model = merged_usage(*(turn.model_usage for turn in turns))
+    if not inputs and not outputs and not by_model:
         return None
-    total_in, total_out = sum(inputs), sum(outputs)
-    return TokenUsage(input_tokens=total_in, output_tokens=total_out, total_tokens=total_in + total_out)
+    total_in, total_out = (sum(inputs) if inputs else None), (sum(outputs) if outputs else None)
+    total = None if total_in is None and total_out is None else (total_in or 0) + (total_out or 0)
+    return TokenUsage(input_tokens=total_in, output_tokens=total_out, total_tokens=total, by_model=by_model)

@@ -41,7 +41,7 @@ from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.agents.google_env import GOOGLE_CREDENTIALS_HELP, has_google_credentials
 from agent_eval.agents.tool_runner import ToolFunction, check_tools, run_tool, tool_source
 from agent_eval.errors import EvalInputError
-from agent_eval.schema import EvalCase, ToolMock
+from agent_eval.schema import EvalCase, ModelUsage, ToolMock, add_usage
 
 __all__ = [
     "CREDENTIALS_HELP",
@@ -223,7 +223,7 @@ class GenaiAgent(TurnAgent):
         client = self._clients.get()
         for _ in range(self.max_steps):
             response = await generate(client, self.model, contents, self._config)
-            _add_usage(turn, response.usage_metadata)
+            _add_usage(turn, response, self.model)
             content = _answer_content(response)
             contents.append(content)
             calls = [part.function_call for part in content.parts or [] if part.function_call is not None]
@@ -283,7 +283,11 @@ def _texts(content: types.Content) -> list[str]:
     return [part.text for part in content.parts or [] if part.text and not part.thought]
 
 
-def _add_usage(turn: AgentTurn, usage: types.GenerateContentResponseUsageMetadata | None) -> None:
+def _add_usage(turn: AgentTurn, response: types.GenerateContentResponse, model: str) -> None:
+    """The call's tokens on the turn, in all and under the model that answered (the response's
+    `model_version`, else the model asked for)."""
+    add_usage(turn.model_usage, response.model_version or model, ModelUsage.of_genai(response.usage_metadata))
+    usage = response.usage_metadata
     if usage is None:
         return
     turn.input_tokens = (turn.input_tokens or 0) + (usage.prompt_token_count or 0)

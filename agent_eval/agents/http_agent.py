@@ -59,7 +59,7 @@ from agent_eval.agents.base import AgentSession, AgentTurn, TransientAgentError
 from agent_eval.agents.callable import to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.errors import EvalInputError, InfrastructureError
-from agent_eval.schema import SERVER_SESSION_KEY, AgentRun, EvalCase
+from agent_eval.schema import SERVER_SESSION_KEY, AgentRun, EvalCase, ModelUsage
 from agent_eval.settings import settings
 
 __all__ = [
@@ -383,10 +383,9 @@ def view_of_json_event(event: dict[str, Any]) -> EventView:
     `Event.is_final_response()`."""
     content = _field(event, "content") or {}
     parts = tuple(genai_types.Part.model_validate(part) for part in content.get("parts") or [])
-    usage = _field(event, "usage_metadata")
-    input_tokens, output_tokens = token_counts(
-        genai_types.GenerateContentResponseUsageMetadata.model_validate(usage) if usage else None
-    )
+    raw_usage = _field(event, "usage_metadata")
+    usage = genai_types.GenerateContentResponseUsageMetadata.model_validate(raw_usage) if raw_usage else None
+    input_tokens, output_tokens = token_counts(usage)
     partial = bool(_field(event, "partial"))
     actions = _field(event, "actions") or {}
     has_calls = any(part.function_call or part.function_response for part in parts)
@@ -394,7 +393,16 @@ def view_of_json_event(event: dict[str, Any]) -> EventView:
     final = bool(_field(actions, "skip_summarization") or _field(event, "long_running_tool_ids")) or (
         not has_calls and not partial and not trailing_code_result
     )
-    return EventView(parts=parts, final=final, partial=partial, input_tokens=input_tokens, output_tokens=output_tokens)
+    model = _field(event, "model_version")
+    return EventView(
+        parts=parts,
+        final=final,
+        partial=partial,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        model=str(model) if model else None,
+        usage=ModelUsage.of_genai(usage) if usage is not None else None,
+    )
 
 
 def _field(data: dict[str, Any], snake_name: str) -> Any:

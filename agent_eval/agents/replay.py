@@ -7,7 +7,7 @@ failure would be; tokens are the sum of what the recorded model calls reported."
 from __future__ import annotations
 
 from agent_eval.agents.errors import AgentFailure
-from agent_eval.schema import AgentRun, EvalCase, Invocation, InvocationEvents, TokenUsage
+from agent_eval.schema import AgentRun, EvalCase, Invocation, InvocationEvents, ModelUsage, TokenUsage, add_usage
 
 __all__ = ["REPLAY_REFERENCE", "ReplayAgent", "replay_agent"]
 
@@ -52,19 +52,24 @@ class ReplayAgent:
 
 
 def recorded_token_usage(invocations: list[Invocation]) -> TokenUsage | None:
-    """The tokens the invocations' model events reported (prompt / candidates), None when none did."""
-    usages = [
-        event.usage_metadata
+    """The tokens the invocations' model events reported (prompt / candidates, and per model, by each event's
+    `model_version`), None when none did."""
+    events = [
+        event
         for invocation in invocations
         if isinstance(invocation.intermediate_data, InvocationEvents)
         for event in invocation.intermediate_data.invocation_events
         if event.usage_metadata is not None
     ]
-    if not usages:
+    if not events:
         return None
-    input_tokens = sum(usage.prompt_token_count or 0 for usage in usages)
-    output_tokens = sum(usage.candidates_token_count or 0 for usage in usages)
-    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens)
+    by_model: dict[str, ModelUsage] = {}
+    for event in events:
+        add_usage(by_model, event.model_version, ModelUsage.of_genai(event.usage_metadata))
+    input_tokens = sum(event.usage_metadata.prompt_token_count or 0 for event in events if event.usage_metadata)
+    output_tokens = sum(event.usage_metadata.candidates_token_count or 0 for event in events if event.usage_metadata)
+    total = input_tokens + output_tokens
+    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total, by_model=by_model)
 
 
 def replay_agent(reference: str) -> ReplayAgent:

@@ -21,9 +21,10 @@ from agent_eval.metrics.custom import call_metric
 from agent_eval.metrics.judged.credentials import DEFAULT_CONCURRENCY, judge_concurrency
 from agent_eval.metrics.judged.policy import configured_retry
 from agent_eval.metrics.judged.rubrics import with_case_rubrics
+from agent_eval.metrics.judged.usage import judge_usage_of
 from agent_eval.metrics.registry import MetricSpec
-from agent_eval.results.model import NOT_APPLICABLE, InvocationScore, MetricResult
-from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult, JudgeConfig
+from agent_eval.results.model import JUDGE_TOKENS, NOT_APPLICABLE, InvocationScore, MetricResult
+from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult, JudgeConfig, ModelUsage
 
 __all__ = ["MIN_CASE_RUNS_IN_FLIGHT", "case_runs_in_flight", "score_case_run", "score_criterion"]
 
@@ -124,18 +125,28 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
         return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {reason}"})
     if spec.needs_content and case.recorded is not None and not case.recorded.content_captured:
         return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {CONTENT_NOT_CAPTURED}"})
-    try:
-        # As ADK does before any metric runs: the case's rubrics join every actual invocation's own.
-        actual = with_case_rubrics(case.rubrics, run.invocations) if case.rubrics else run.invocations
-        outcome = call_metric(spec.function, eval_metric, actual, case.conversation, case.conversation_scenario)
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        result = _as_evaluation_result(outcome)
-    except MetricNotApplicable as reason:
-        return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {reason}"})
-    except Exception as error:  # a metric bug is recorded, the run goes on
-        return record.model_copy(update={"error": f"{type(error).__name__}: {error}"})
-    return _fill(record, spec, result)
+    with judge_usage_of() as judge_tokens:  # every judge call of this case run and metric, for its cost
+        try:
+            # As ADK does before any metric runs: the case's rubrics join every actual invocation's own.
+            actual = with_case_rubrics(case.rubrics, run.invocations) if case.rubrics else run.invocations
+            outcome = call_metric(spec.function, eval_metric, actual, case.conversation, case.conversation_scenario)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            result = _as_evaluation_result(outcome)
+        except MetricNotApplicable as reason:
+            return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {reason}"})
+        except Exception as error:  # a metric bug is recorded, the run goes on
+            record = record.model_copy(update={"error": f"{type(error).__name__}: {error}"})
+            return _with_judge_tokens(record, judge_tokens)
+    return _with_judge_tokens(_fill(record, spec, result), judge_tokens)
+
+
+def _with_judge_tokens(record: MetricResult, used: dict[str, ModelUsage]) -> MetricResult:
+    """The result with its judge calls' tokens in `details["judge_tokens"]` (none: unchanged)."""
+    if not used:
+        return record
+    tokens = {model: usage.model_dump(mode="json", exclude_none=True) for model, usage in used.items()}
+    return record.model_copy(update={"details": {**record.details, JUDGE_TOKENS: tokens}})
 
 
 def _as_evaluation_result(outcome: object) -> EvaluationResult:

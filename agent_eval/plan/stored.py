@@ -61,7 +61,8 @@ RunKey = tuple[str, str, int]
 
 
 class StoredRunAgent:
-    """Answers each case run with what a stored run recorded for it; no agent is called.
+    """Answers each case run with what a stored run recorded for it; no agent is called, so its answers carry no
+    tokens (the stored run keeps what they cost).
 
     Its reference and fingerprint are the stored run's, so the re-scored run compares with the same history.
     """
@@ -91,7 +92,7 @@ class StoredRunAgent:
             raise AgentFailure(missing.model_copy(update={"error": "the stored run has no record of this case run"}))
         if recorded.failed:
             raise AgentFailure(recorded)
-        return recorded
+        return recorded.model_copy(update={"token_usage": None})  # no model was called: a re-score spends none
 
 
 def plan_rerun(request: RerunRequest) -> EvalPlan:

@@ -16,7 +16,7 @@ into a terminal's width by a priority order.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,8 +24,9 @@ from typing import Any
 from agent_eval.render.verdict import regression_lines
 from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport
+from agent_eval.results.pricing import RunCost
 from agent_eval.results.run_configs import describe_configs
-from agent_eval.schema import EvalStatus
+from agent_eval.schema import EvalStatus, ModelUsage
 
 __all__ = [
     "TableColumn",
@@ -61,6 +62,8 @@ def format_summary(report: RunReport) -> str:
         lines.append(cache_line(s.cached_case_runs, s.total, s.cache_sources))
     if s.judge.get("calls") or s.judge.get("cache_hits"):
         lines.append(judge_line(s.judge))
+    lines.extend(token_lines(s.agent_tokens, s.judge_tokens))
+    lines.extend(cost_lines(s.cost, s.total))
     modes = describe_judge_modes(report)
     if modes:
         lines.append(f"Judge mode: {modes}")
@@ -78,6 +81,51 @@ def format_summary(report: RunReport) -> str:
         lines.extend(line for case in not_evaluated for line in _case_lines(case, report.num_runs))
     lines.extend(regression_lines(report.regression))
     return "\n".join(lines)
+
+
+def cost_lines(cost: RunCost | None, case_runs: int) -> list[str]:
+    """`Cost: $0.0123 (agent $0.0045, judges $0.0078), $0.00037 per case run; prices: genai-prices 0.2.5`, then the
+    models no price covers; unknown costs say so, never $0."""
+    if cost is None:
+        return []
+    total = cost.total_usd
+    parts = [
+        f"{who} {_usd(usd)}"
+        for who, models, usd in (("agent", cost.agent, cost.agent_usd), ("judges", cost.judges, cost.judge_usd))
+        if models
+    ]
+    per_case = f", {_usd(total / case_runs)} per case run" if total is not None and case_runs else ""
+    lines = [f"Cost: {_usd(total)} ({', '.join(parts)}){per_case}; prices: {cost.table}"]
+    if cost.unpriced:
+        lines.append(f"Cost unknown for {', '.join(cost.unpriced)}: no price known; add it to the config's `pricing`")
+    return lines
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def token_lines(agent: Mapping[str, ModelUsage], judges: Mapping[str, ModelUsage]) -> list[str]:
+    """`Tokens, agent: gemini-2.5-flash 66 calls, 12,345 in (1,024 cached) / 678 out / 90 thinking` and the same
+    for the judges, one line each that has any; a count no call reported is `? in`, never 0."""
+    lines = []
+    for who, used in (("agent", agent), ("judges", judges)):
+        if used:
+            lines.append(f"Tokens, {who}: " + "; ".join(_usage_text(model, usage) for model, usage in used.items()))
+    return lines
+
+
+def _usage_text(model: str, usage: ModelUsage) -> str:
+    def count(value: int | None) -> str:
+        return "?" if value is None else f"{value:,}"
+
+    text = f"{model} {usage.calls:,} call{'s' if usage.calls != 1 else ''}, {count(usage.input_tokens)} in"
+    if usage.cached_input_tokens:
+        text += f" ({usage.cached_input_tokens:,} cached)"
+    text += f" / {count(usage.output_tokens)} out"
+    return text + (f" / {usage.thinking_tokens:,} thinking" if usage.thinking_tokens else "")
 
 
 def judge_agreement_lines(agreements: Sequence[JudgeAgreement]) -> list[str]:

@@ -36,9 +36,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport, RunSummary
+from agent_eval.results.model import JUDGE_TOKENS, CacheSource, CaseResult, MetricResult, RunReport, RunSummary
+from agent_eval.results.pricing import run_cost
 from agent_eval.results.stats import mean_pass_at_k, pass_at_ks, runs_by_case
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, ModelUsage, merged_usage
 
 __all__ = ["build_report", "cache_sources", "case_results", "case_status", "repeated_run_stats", "summarize"]
 
@@ -111,7 +112,23 @@ def summarize(cases: Sequence[CaseResult]) -> RunSummary:
         flaky_cases=flaky,
         cached_case_runs=sum(source.case_runs for source in sources),
         cache_sources=sources,
+        agent_tokens=merged_usage(*(_agent_tokens(case) for case in cases)),
+        judge_tokens=merged_usage(*(_judge_tokens(result) for case in cases for result in case.metrics)),
     )
+
+
+def _agent_tokens(case: CaseResult) -> dict[str, ModelUsage]:
+    """The case run's agent tokens per model (none for an answer reused from an earlier run: it cost nothing
+    now)."""
+    usage = case.agent_run.token_usage
+    return usage.by_model if usage is not None and case.agent_run.cached_from is None else {}
+
+
+def _judge_tokens(result: MetricResult) -> dict[str, ModelUsage]:
+    found = result.details.get(JUDGE_TOKENS)
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(model): ModelUsage.model_validate(usage) for model, usage in found.items()}
 
 
 def case_results(runs: Sequence[tuple[EvalCase, AgentRun]], metric_results: Iterable[MetricResult]) -> list[CaseResult]:
@@ -171,5 +188,13 @@ def build_report(
         flow_run_id=flow_run_id,
         source_run_id=source_run_id,
         cases=every_case,
-        summary=summarize(every_case).model_copy(update={"judge": dict(judge_stats or {})}),
+        summary=_priced(summarize(every_case), config).model_copy(update={"judge": dict(judge_stats or {})}),
     )
+
+
+def _priced(summary: RunSummary, config: EvalConfig) -> RunSummary:
+    """The summary with what its tokens cost (`agent_eval.results.pricing`: the config's `pricing` first)."""
+    if not summary.agent_tokens and not summary.judge_tokens:
+        return summary
+    cost = run_cost(summary.agent_tokens, summary.judge_tokens, config.pricing)
+    return summary.model_copy(update={"cost": cost})

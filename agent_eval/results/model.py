@@ -13,15 +13,20 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_eval.results.agreement_model import JudgeAgreement
-from agent_eval.schema import AgentRun, EvalStatus, Invocation, RubricScore
+from agent_eval.results.pricing import RunCost
+from agent_eval.schema import AgentRun, EvalStatus, Invocation, ModelUsage, RubricScore
 from agent_eval.secrets import redact_config, redact_text
 
 __all__ = ["CacheSource", "CaseResult", "InvocationScore", "JsonFormat", "MetricResult", "RunReport", "RunSummary"]
 
 NOT_APPLICABLE = "not applicable"
 """How the explanation of a result starts when its metric does not apply to the case (`metrics.scoring`)."""
-SUMMARY_DETAILS = ("judge_mode",)
-"""The keys of `MetricResult.details` that the run's summary reads (`render.console.describe_judge_modes`)."""
+JUDGE_TOKENS = "judge_tokens"
+"""The key, in a metric result's `details`, of its judge calls' tokens per model (`{model: ModelUsage as JSON}`,
+`agent_eval.metrics.judged.usage`)."""
+SUMMARY_DETAILS = ("judge_mode", JUDGE_TOKENS)
+"""The keys of `MetricResult.details` that the run's summary reads (`render.console.describe_judge_modes`, the
+judge tokens of `agent_eval.results.aggregate.summarize`)."""
 _SCORED = (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.INFORMATIONAL)
 _SUMMARY_FIELDS_SET: set[str] = set()
 """The `model_fields_set` all summaries share (`_summary`)."""
@@ -187,6 +192,19 @@ class RunSummary(BaseModel):
         default_factory=dict,
         description="The judged criteria whose judge is not calibrated to the config's `judge.min_agreement`, with "
         "why: their results are informational, they neither fail a case nor regress (`agent_eval.judges.gate`).",
+    )
+    agent_tokens: dict[str, ModelUsage] = Field(
+        default_factory=dict,
+        description="Per model, the calls and tokens the agent's case runs reported (empty: none reported).",
+    )
+    judge_tokens: dict[str, ModelUsage] = Field(
+        default_factory=dict,
+        description="Per judge model, the calls and tokens of the judges' calls while the run scored (retries and "
+        "unusable samples included, cache hits cost none).",
+    )
+    cost: RunCost | None = Field(
+        default=None,
+        description="What the agent's and the judges' tokens cost (`agent_eval.results.pricing`); None: no tokens.",
     )
     judge: dict[str, int] = Field(
         default_factory=dict,

@@ -19,6 +19,7 @@ __all__ = [
     "EvalConfig",
     "JudgeConfig",
     "LimitsConfig",
+    "ModelPrice",
     "RegressionConfig",
     "judge_retry_expected",
     "judge_retry_valid",
@@ -120,6 +121,23 @@ class JudgeConfig(EvalBaseModel):
         return value
 
 
+class ModelPrice(EvalBaseModel):
+    """agent-eval extension (`pricing` in the config): what one model's tokens cost, in US dollars per million
+    tokens, for a model the price table does not know (a self-hosted model) or a negotiated rate.
+
+    Attributes:
+        input_per_mtok: the prompt's tokens.
+        output_per_mtok: the answer's tokens.
+        cached_input_per_mtok: prompt tokens read from the provider's cache (default: `input_per_mtok`).
+        thinking_per_mtok: the model's thinking tokens (default: `output_per_mtok`, as providers bill them).
+    """
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    thinking_per_mtok: float | None = Field(default=None, ge=0)
+
+
 class LimitsConfig(EvalBaseModel):
     """agent-eval extension (`limits` in the config): Prefect global concurrency or rate limits, by name, that
     hold across every run, shard and worker naming them (`prefect gcl create NAME --limit N`, plus
@@ -165,6 +183,7 @@ class EvalConfig(EvalBaseModel):
     regression: RegressionConfig | None = None
     judge: JudgeConfig | None = None
     limits: LimitsConfig | None = None
+    pricing: dict[str, ModelPrice] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -195,8 +214,8 @@ class EvalConfig(EvalBaseModel):
         return content_hash(self)
 
     def scoring_fingerprint(self) -> str:
-        """A stable hash of what the config measures: all but the `regression`, `judge` and `limits` sections (see
-        `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
+        """A stable hash of what the config measures: all but the `regression`, `judge`, `limits` and `pricing`
+        sections (see `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
         return scoring_fingerprint(self.model_dump(mode="json", exclude_none=True))
 
 
@@ -205,14 +224,14 @@ def scoring_fingerprint(config: dict[str, Any]) -> str:
     measures: the criteria with their thresholds and options, the custom metrics' code and the user simulator.
 
     The `regression` section (tolerance, confidence, fail_on_regression, alert webhook), the `judge` section
-    (retry settings) and the `limits` section (global limits) are left out: they say how runs are compared or
-    calls are paced, not what a run measured. Bare thresholds count as `{"threshold": x}`, option keys
-    as snake_case (`matchType` is `match_type`), and a config with no `criteria` as ADK's default criteria, so
-    equal configs written differently hash alike. A criterion's `judge_profile` and `judge_examples` are left
-    out too: they are part of the judge's identity (`agent_eval.metrics.judged.identity`), which decides, and
-    names, whether two runs' judges are alike.
+    (retry settings, calibration floors), the `limits` section (global limits) and the `pricing` section (prices)
+    are left out: they say how runs are compared, paced or priced, not what a run measured. Bare thresholds count
+    as `{"threshold": x}`, option keys as snake_case (`matchType` is `match_type`), and a config with no
+    `criteria` as ADK's default criteria, so equal configs written differently hash alike. A criterion's
+    `judge_profile` and `judge_examples` are left out too: they are part of the judge's identity
+    (`agent_eval.metrics.judged.identity`), which decides, and names, whether two runs' judges are alike.
     """
-    data = {key: value for key, value in config.items() if key not in ("regression", "judge", "limits")}
+    data = {key: value for key, value in config.items() if key not in ("regression", "judge", "limits", "pricing")}
     criteria = data.get("criteria", DEFAULT_CRITERIA)
     if isinstance(criteria, dict):
         data["criteria"] = {

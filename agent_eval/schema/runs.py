@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
+from google.genai import types as genai_types
 from pydantic import Field
 
 from agent_eval.schema.base import EvalBaseModel
@@ -12,19 +14,85 @@ from agent_eval.schema.eval_sets import Invocation
 
 __all__ = [
     "SERVER_SESSION_KEY",
+    "UNKNOWN_MODEL",
     "AgentRun",
     "CacheOrigin",
     "ErrorKind",
+    "ModelUsage",
     "TokenUsage",
+    "add_usage",
+    "merged_usage",
 ]
 
 
+UNKNOWN_MODEL = "unknown model"
+"""The model a call is counted under when the provider's answer names none."""
+
+
+class ModelUsage(EvalBaseModel):
+    """The tokens of one model's calls, as the provider reported them: a count that no call reported stays None
+    (unknown, never 0). `input_tokens` are the prompt's (tool-use prompt included, cached input included),
+    `cached_input_tokens` the part of them read from the provider's cache, `output_tokens` the answers' (thinking
+    excluded), `thinking_tokens` the model's thoughts."""
+
+    calls: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    thinking_tokens: int | None = None
+
+    @classmethod
+    def of_genai(cls, usage: genai_types.GenerateContentResponseUsageMetadata | None) -> ModelUsage:
+        """One call's usage from google-genai's `usage_metadata` (None: a call that reported nothing)."""
+        if usage is None:
+            return cls(calls=1)
+        return cls(
+            calls=1,
+            input_tokens=_known_sum([usage.prompt_token_count, usage.tool_use_prompt_token_count]),
+            output_tokens=usage.candidates_token_count,
+            cached_input_tokens=usage.cached_content_token_count,
+            thinking_tokens=usage.thoughts_token_count,
+        )
+
+    def plus(self, other: ModelUsage) -> ModelUsage:
+        """Both usages together: each count the sum of the known ones (None when neither knows it)."""
+        return ModelUsage(
+            calls=self.calls + other.calls,
+            input_tokens=_known_sum([self.input_tokens, other.input_tokens]),
+            output_tokens=_known_sum([self.output_tokens, other.output_tokens]),
+            cached_input_tokens=_known_sum([self.cached_input_tokens, other.cached_input_tokens]),
+            thinking_tokens=_known_sum([self.thinking_tokens, other.thinking_tokens]),
+        )
+
+
+def add_usage(totals: dict[str, ModelUsage], model: str | None, usage: ModelUsage) -> None:
+    """Add one call's (or many calls') usage to per-model totals, in place."""
+    name = model or UNKNOWN_MODEL
+    totals[name] = totals[name].plus(usage) if name in totals else usage
+
+
+def merged_usage(*parts: Mapping[str, ModelUsage]) -> dict[str, ModelUsage]:
+    """Per-model totals of several per-model usages."""
+    totals: dict[str, ModelUsage] = {}
+    for part in parts:
+        for model, usage in part.items():
+            add_usage(totals, model, usage)
+    return totals
+
+
+def _known_sum(values: list[int | None]) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
 class TokenUsage(EvalBaseModel):
-    """Tokens an agent reported for a case run (all optional: not every agent reports them)."""
+    """Tokens an agent reported for a case run (all optional: not every agent reports them); `by_model`: per
+    model its calls and tokens (empty when the agent named no model)."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
+    by_model: dict[str, ModelUsage] = Field(default_factory=dict)
 
 
 ErrorKind = Literal["agent", "transport", "timeout"]

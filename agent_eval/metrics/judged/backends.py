@@ -21,6 +21,8 @@ from agent_eval.agents.google_env import vertex_enabled
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import gemini_base_url
 from agent_eval.metrics.judged.policy import LoopLocal
+from agent_eval.metrics.judged.usage import record_judge_usage
+from agent_eval.schema import ModelUsage
 from agent_eval.secrets import redact_text
 
 __all__ = [
@@ -177,6 +179,7 @@ class GeminiBackend:
             raise error_for_status(error.code, f"{error.code} {error.status}: {error.message}") from error
         except httpx.TransportError as error:
             raise transport_error(error) from error
+        record_judge_usage(response.model_version or request.model, ModelUsage.of_genai(response.usage_metadata))
         text = response.text
         if not text and request.response_schema is None:
             return ""  # a free-text request: no text is an answer the metric cannot parse, as in ADK

@@ -28,6 +28,8 @@ from agent_eval.metrics.judged.backends import JudgeCallError, error_for_status,
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import openai_api_key, openai_base_url, openai_model_name
 from agent_eval.metrics.judged.policy import LoopLocal
+from agent_eval.metrics.judged.usage import record_judge_usage
+from agent_eval.schema import ModelUsage
 
 __all__ = ["OpenAIBackend", "close_shared_http_client", "strict_json_schema"]
 
@@ -100,7 +102,32 @@ class OpenAIBackend:
             raise transport_error(error) from error
         if response.status_code >= 400:
             raise error_for_status(response.status_code, f"{response.status_code}: {_error_message(response)}")
+        _record_usage(response, str(body.get("model") or ""))
         return _message_text(response, empty_ok=empty_ok)
+
+
+def _record_usage(response: httpx.Response, model: str) -> None:
+    """The call's tokens from the answer's `usage` (OpenAI's `prompt_tokens`, `completion_tokens`,
+    `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`), under the model that
+    answered (`model`, else the one asked for); a call that reports none still counts as a call."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = {}
+    usage = data.get("usage") if isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    prompt, completion = usage.get("prompt_tokens_details") or {}, usage.get("completion_tokens_details") or {}
+    reasoning = completion.get("reasoning_tokens") if isinstance(completion, dict) else None
+    output = usage.get("completion_tokens")
+    counted = ModelUsage(
+        calls=1,
+        input_tokens=usage.get("prompt_tokens"),
+        output_tokens=output - reasoning if isinstance(output, int) and isinstance(reasoning, int) else output,
+        cached_input_tokens=prompt.get("cached_tokens") if isinstance(prompt, dict) else None,
+        thinking_tokens=reasoning,
+    )
+    answered = data.get("model") if isinstance(data, dict) else None
+    record_judge_usage(str(answered) if answered else model, counted)
 
 
 def _free_text_body(request: JudgeRequest) -> dict[str, Any]:
