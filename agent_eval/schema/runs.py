@@ -94,6 +94,11 @@ class TokenUsage(EvalBaseModel):
     total_tokens: int | None = None
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
 
+    def stored(self) -> dict[str, Any]:
+        """As the store keeps it (`case_results.token_usage`): JSON without unknown counts or an empty `by_model`,
+        so a run whose agent reports no model reads as every release stored it."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"by_model"} if not self.by_model else None)
+
 
 ErrorKind = Literal["agent", "transport", "timeout"]
 """Why a case run failed: the agent's own error (a bug, a refusal, a 400), the agent could not be reached

@@ -300,7 +300,7 @@ def _case_values(run_id: str, run: AgentRun, status: EvalStatus) -> dict[str, An
         "cached_from_run_id": run.cached_from.run_id if run.cached_from else None,
         "cached_at": run.cached_from.invoked_at if run.cached_from else None,
         "actual_invocations": [inv.model_dump(mode="json", exclude_none=True) for inv in run.invocations],
-        "token_usage": run.token_usage.model_dump(mode="json") if run.token_usage else None,
+        "token_usage": run.token_usage.stored() if run.token_usage else None,
         "final_session_state": run.final_session_state,
     }
 

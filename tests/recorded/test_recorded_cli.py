@@ -87,9 +87,19 @@ def test_run_on_spans_without_content_scores_efficiency_and_fails_the_broken_ses
     assert sorted(records) == ["s-broken", "s-devices", "s-weather"]
     assert records["s-broken"].status == EvalStatus.FAILED and records["s-broken"].error_kind == "agent"
     assert records["s-broken"].error is not None and "ConnectionError" in records["s-broken"].error
-    assert records["s-weather"].token_usage == {"input_tokens": 456, "output_tokens": 36, "total_tokens": 492}
-    assert records["s-devices"].token_usage == {"input_tokens": 559, "output_tokens": 39, "total_tokens": 598}
-    assert records["s-broken"].token_usage == {"input_tokens": 356, "output_tokens": 16, "total_tokens": 372}
+    assert {eval_id: record.token_usage for eval_id, record in records.items()} == {
+        eval_id: {
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+            "by_model": {"gemini-2.5-flash": {"calls": calls, "input_tokens": tokens_in, "output_tokens": tokens_out}},
+        }
+        for eval_id, (calls, tokens_in, tokens_out) in {
+            "s-weather": (3, 456, 36),
+            "s-devices": (2, 559, 39),  # its two model calls (spans), as s-weather has three and s-broken one
+            "s-broken": (1, 356, 16),
+        }.items()
+    }
     assert [len(records[i].actual_invocations) for i in ("s-weather", "s-devices", "s-broken")] == [2, 1, 1]
 
     scores = {(s.eval_id, s.metric_name): s.score for s in case_scores(stored.id, engine)}

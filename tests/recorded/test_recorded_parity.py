@@ -38,7 +38,7 @@ from agent_eval.io.recorded.traces import group_traces
 from agent_eval.metrics import REGISTRY
 from agent_eval.metrics.common import NO_REFERENCE_FOR_RECORDED
 from agent_eval.metrics.scoring import score_case_run
-from agent_eval.schema import EvalCase, EvalMetric, EvalStatus, TokenUsage
+from agent_eval.schema import EvalCase, EvalMetric, EvalStatus, ModelUsage, TokenUsage
 from tests.recorded.emitters import APP_NAME, SESSIONS, USER_ID, Fixtures
 
 SESSION_IDS = ["s-broken", "s-devices", "s-weather"]
@@ -241,7 +241,10 @@ def test_legacy_tokens_are_counted_once_though_call_llm_and_generate_content_bot
     ]
     assert len(model_events) == 3  # three model calls, not six
     assert recorded_token_usage(weather.actual_conversation or []) == TokenUsage(
-        input_tokens=456, output_tokens=36, total_tokens=492
+        input_tokens=456,
+        output_tokens=36,
+        total_tokens=492,
+        by_model={"gemini-2.5-flash": ModelUsage(calls=3, input_tokens=456, output_tokens=36)},  # the 3 calls' model
     )
     assert session_tokens(cases["s-devices"]) == (559, 39)
     assert session_tokens(cases["s-broken"]) == (356, 16)
@@ -327,11 +330,21 @@ def test_replay_of_a_failed_recorded_session_is_a_failed_case_run_with_its_token
     assert agent_run.error.startswith("the recorded session failed: turn 1: ")
     assert "ConnectionError" in agent_run.error
     assert agent_run.error_kind == "agent"
-    assert agent_run.token_usage == TokenUsage(input_tokens=356, output_tokens=16, total_tokens=372)
+    assert agent_run.token_usage == TokenUsage(
+        input_tokens=356,
+        output_tokens=16,
+        total_tokens=372,
+        by_model={"gemini-2.5-flash": ModelUsage(calls=1, input_tokens=356, output_tokens=16)},
+    )
 
     passed = run(ReplayAgent().run_case(cases["s-devices"], "traces", 0))
     assert passed.error is None
-    assert passed.token_usage == TokenUsage(input_tokens=559, output_tokens=39, total_tokens=598)
+    assert passed.token_usage == TokenUsage(
+        input_tokens=559,
+        output_tokens=39,
+        total_tokens=598,
+        by_model={"gemini-2.5-flash": ModelUsage(calls=2, input_tokens=559, output_tokens=39)},
+    )
     assert passed.invocations == cases["s-devices"].actual_conversation
 
 
