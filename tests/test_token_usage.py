@@ -12,7 +12,8 @@ from google.genai import types as genai_types
 
 from agent_eval.render.console import format_summary, token_lines
 from agent_eval.results.aggregate import build_report, summarize
-from agent_eval.results.model import JUDGE_TOKENS, CaseResult, MetricResult
+from agent_eval.results.model import CaseResult, MetricResult
+from agent_eval.results.pricing import JUDGE_TOKENS
 from agent_eval.schema import (
     UNKNOWN_MODEL,
     AgentRun,

@@ -35,7 +35,14 @@ def add_judges_parsers(commands: Any, db_url_help: str) -> None:
         help="how far each LLM judge agrees with human labels; `judges check METRIC` asks the judge again; "
         "`judges align METRIC --profile NAME` chooses examples for it",
     )
-    judges.add_argument("action", nargs="?", choices=["list", "check", "align"], default="list")
+    judges.add_argument(
+        "action",
+        nargs="?",
+        choices=["list", "check", "align"],
+        default="list",
+        help="list (default): each judge's agreement with the labels; check: ask the judge again, exit 3 on drift; "
+        "align: choose few-shot examples, kept only if they help",
+    )
     judges.add_argument(
         "check_metric", nargs="?", metavar="METRIC", help="check, align: the judged metric to check or align"
     )

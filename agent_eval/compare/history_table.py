@@ -63,13 +63,27 @@ def _history_columns(rows: list[dict[str, Any]], short: Callable[[str], str], *,
         TableColumn("pass_rate", f"{'PASS RATE':>{rate_width}}", [_rate_cell(row, rate_width) for row in rows]),
         TableColumn("pass_at_k", "PASS@K", [_pass_at_k_cell(row) for row in rows]),
         TableColumn("regression", "REGRESSION", [_regression_cell(row, short) for row in rows]),
+        TableColumn("cost", "COST", [_cost_cell(row) for row in rows]),
         TableColumn("source", "SOURCE", [_source_cell(row, short) for row in rows]),
         TableColumn("agent", "AGENT", [row["agent_reference"] for row in rows]),
         TableColumn("eval_sets", "EVAL SETS", [",".join(row["eval_set_ids"]) for row in rows]),
         TableColumn("means", "MEANS", [_means_cell(row) for row in rows], wraps=True),
     ]
     has_source = any(isinstance(row.get("source_run_id"), str) for row in rows)
-    return [column for column in columns if column.name != "source" or has_source]
+    has_cost = any(not _missing(row.get("tokens")) for row in rows)
+    return [
+        column for column in columns if (column.name != "source" or has_source) and (column.name != "cost" or has_cost)
+    ]
+
+
+def _cost_cell(row: dict[str, Any]) -> str:
+    """`$0.0412`, `?` when tokens were reported but their cost is unknown, `-` when none were."""
+    if _missing(row.get("tokens")):
+        return "-"
+    cost = row.get("cost_usd")
+    if not isinstance(cost, int | float) or _missing(cost):
+        return "?"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
 
 
 def _shortener(run_ids: list[str]) -> Callable[[str], str]:

@@ -67,6 +67,8 @@ HISTORY_COLUMNS = [
     "pass_at_k",
     "flaky_cases",
     "regression",
+    "cost_usd",
+    "tokens",
     "baseline_run_id",
     "regressed",
     "source_run_id",
@@ -83,7 +85,9 @@ HISTORY_COLUMNS = [
 the run's summary when cases ran more than once (else `{}` and 0); `regression` is the verdict against the
 baseline (`regressed vs RUN`, `ok vs RUN`, `no comparable baseline`, or None when the run was not compared);
 `source` says how a run made from another one (`source_run_id`) came from it: `rerun`, `subset rerun` (of some of
-its cases, `agent_eval.store.queries.subset_runs`) or `rescore` (None for any other run).
+its cases, `agent_eval.store.queries.subset_runs`) or `rescore` (None for any other run). `cost_usd` is what the
+run's agent and judge tokens cost (`RunSummary.cost`; None when no call reported tokens or a model has no price)
+and `tokens` all their input and output tokens (None when none were reported).
 """
 
 DataFrame: TypeAlias = Any
@@ -213,9 +217,35 @@ def _history_row(run: RunRead, means: dict[str, float], subset: bool) -> dict[st
         pass_at_k={str(k): value for k, value in (summary.get("pass_at_k") or {}).items()},
         flaky_cases=len(summary.get("flaky_cases") or []),
         regression=regression_verdict(run.regression),
+        cost_usd=_cost(summary),
+        tokens=_tokens(summary),
     )
     row.update({f"{name}/mean": mean for name, mean in means.items()})
     return row
+
+
+def _cost(summary: dict[str, Any]) -> float | None:
+    """The run's cost in dollars, from its stored summary (None: no tokens, or some cost unknown)."""
+    cost = summary.get("cost")
+    if not isinstance(cost, dict):
+        return None
+    sides = [(cost.get("agent"), cost.get("agent_usd")), (cost.get("judges"), cost.get("judge_usd"))]
+    if any(models and usd is None for models, usd in sides):
+        return None
+    return float(sum(usd or 0.0 for _, usd in sides))
+
+
+def _tokens(summary: dict[str, Any]) -> int | None:
+    """Every input and output token the run's agent and judges reported (None: none reported)."""
+    counts = [
+        usage.get(kind)
+        for side in ("agent_tokens", "judge_tokens")
+        for usage in (summary.get(side) or {}).values()
+        if isinstance(usage, dict)
+        for kind in ("input_tokens", "output_tokens")
+    ]
+    known = [count for count in counts if isinstance(count, int)]
+    return sum(known) if known else None
 
 
 def _source_kind(run: RunRead, subset: bool) -> str | None:

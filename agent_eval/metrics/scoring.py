@@ -23,7 +23,8 @@ from agent_eval.metrics.judged.policy import configured_retry
 from agent_eval.metrics.judged.rubrics import with_case_rubrics
 from agent_eval.metrics.judged.usage import judge_usage_of
 from agent_eval.metrics.registry import MetricSpec
-from agent_eval.results.model import JUDGE_TOKENS, NOT_APPLICABLE, InvocationScore, MetricResult
+from agent_eval.results.model import NOT_APPLICABLE, InvocationScore, MetricResult
+from agent_eval.results.pricing import JUDGE_TOKENS
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, EvalStatus, EvaluationResult, JudgeConfig, ModelUsage
 
 __all__ = ["MIN_CASE_RUNS_IN_FLIGHT", "case_runs_in_flight", "score_case_run", "score_criterion"]

@@ -30,6 +30,7 @@ from agent_eval.render.html_sections import (
     cache_note,
     cached_badge,
     case_filter_bar,
+    cost_section,
     failures_first,
     is_flaky,
     judges_section,
@@ -39,7 +40,7 @@ from agent_eval.render.html_sections import (
     unscored_block,
     unscored_chips,
 )
-from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, MetricResult, RunReport, case_anchor
 from agent_eval.results.run_configs import describe_configs
 from agent_eval.schema import EvalStatus, Invocation, content_text
 
@@ -321,8 +322,9 @@ def _case(case: CaseResult, report: RunReport) -> str:
     error = unscored_block(case)
     if case.agent_run.error:
         error = f'<div class="error"><b>agent error</b><pre>{_e(case.agent_run.error)}</pre></div>'
+    anchor = f'<a class="anchor" id="case-{_e(case_anchor(case))}"></a>'  # the costliest case runs link here
     return (
-        f'<details class="case {kinds}"{opened}>{_case_summary(case, report.num_runs)}'
+        f'{anchor}<details class="case {kinds}"{opened}>{_case_summary(case, report.num_runs)}'
         f'<div class="case-body">{error}{_turns(case)}{_metrics_table(case.metrics)}</div></details>'
     )
 
@@ -354,6 +356,7 @@ def render_html(report: RunReport, history: Sequence[HistoryPoint] = ()) -> str:
         + regression_section(report)
         + _metrics_section(report)
         + judges_section(report)
+        + cost_section(report)
         + _history_section(report, history)
         + _cases_section(report)
     )

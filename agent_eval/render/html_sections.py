@@ -27,10 +27,11 @@ from google.genai import types as genai_types
 
 from agent_eval.render.console import cache_line
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
+from agent_eval.results.aggregate import case_cost
 from agent_eval.results.agreement_model import JudgeAgreement
-from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.results.model import CaseResult, MetricResult, RunReport, case_anchor
 from agent_eval.results.tool_calls import Call, align, argument_diff, format_call
-from agent_eval.schema import EvalStatus, Invocation, tool_calls_of
+from agent_eval.schema import EvalStatus, Invocation, ModelPrice, ModelUsage, tool_calls_of
 
 __all__ = [
     "CASE_FILTER_SCRIPT",
@@ -127,6 +128,62 @@ def _judge_row(agreement: JudgeAgreement) -> str:
 
 def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
+
+
+def cost_section(report: RunReport) -> str:
+    """The card of what the run cost (`RunSummary.cost`): per side (agent, judges) and model, its calls, tokens and
+    dollars, where the prices came from, then the costliest case runs (agent and judge tokens priced alike); empty
+    when no call reported tokens."""
+    summary = report.summary
+    cost = summary.cost
+    if cost is None:
+        return ""
+    head = "<tr><th>who</th><th>model</th><th>calls</th><th>input</th><th>cached</th><th>output</th><th>thinking</th>"
+    head += "<th>cost</th></tr>"
+    rows = "".join(
+        _cost_row(who, model, usage, priced.usd if (priced := costs.get(model)) else None)
+        for who, used, costs in (
+            ("agent", summary.agent_tokens, cost.agent),
+            ("judges", summary.judge_tokens, cost.judges),
+        )
+        for model, usage in used.items()
+    )
+    total = f"total {_usd(cost.total_usd)} · prices: {_e(cost.table)}"
+    unpriced = (
+        f" · no price for {_e(', '.join(cost.unpriced))} (the config's <code>pricing</code>)" if cost.unpriced else ""
+    )
+    return (
+        f'<section class="card cost"><h2>Cost</h2><p>{total}{unpriced}</p>'
+        f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>{_costliest(report)}</section>'
+    )
+
+
+def _cost_row(who: str, model: str, usage: ModelUsage, usd: float | None) -> str:
+    counts = (usage.calls, usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.thinking_tokens)
+    cells = "".join(f"<td>{'?' if count is None else f'{count:,}'}</td>" for count in counts)
+    return f"<tr><td>{who}</td><td>{_e(model)}</td>{cells}<td>{_usd(usd)}</td></tr>"
+
+
+def _costliest(report: RunReport, count: int = 5) -> str:
+    """The `count` case runs that cost the most (their agent and judge tokens priced as the run's), as links."""
+    pricing = (report.config.get("pricing") or {}) if isinstance(report.config, Mapping) else {}
+    prices = {name: ModelPrice.model_validate(price) for name, price in pricing.items()}
+    priced = [(case_cost(case, prices), case) for case in report.cases]
+    known = sorted(((usd, case) for usd, case in priced if usd), key=lambda pair: -pair[0])[:count]
+    if not known:
+        return ""
+    items = "".join(
+        f'<li><a href="#case-{_e(case_anchor(case))}">{_e(case.eval_set_id)} / {_e(case.eval_id)}</a>'
+        f" #{case.run_index}: {_usd(usd)}</li>"
+        for usd, case in known
+    )
+    return f"<p>The costliest case runs:</p><ol>{items}</ol>"
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
 
 
 def _metric_row(metric: Mapping[str, Any]) -> str:

@@ -36,12 +36,20 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from agent_eval.results.model import JUDGE_TOKENS, CacheSource, CaseResult, MetricResult, RunReport, RunSummary
-from agent_eval.results.pricing import run_cost
+from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport, RunSummary
+from agent_eval.results.pricing import JUDGE_TOKENS, run_cost
 from agent_eval.results.stats import mean_pass_at_k, pass_at_ks, runs_by_case
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, ModelUsage, merged_usage
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig, EvalStatus, ModelPrice, ModelUsage, merged_usage
 
-__all__ = ["build_report", "cache_sources", "case_results", "case_status", "repeated_run_stats", "summarize"]
+__all__ = [
+    "build_report",
+    "cache_sources",
+    "case_cost",
+    "case_results",
+    "case_status",
+    "repeated_run_stats",
+    "summarize",
+]
 
 RunKey = tuple[str, str, int]
 
@@ -115,6 +123,16 @@ def summarize(cases: Sequence[CaseResult]) -> RunSummary:
         agent_tokens=merged_usage(*(_agent_tokens(case) for case in cases)),
         judge_tokens=merged_usage(*(_judge_tokens(result) for case in cases for result in case.metrics)),
     )
+
+
+def case_cost(case: CaseResult, pricing: Mapping[str, ModelPrice] | None = None) -> float | None:
+    """What one case run's agent tokens (none when its answer was reused) and judge tokens cost, priced as the
+    run's (`agent_eval.results.pricing`); None when it reported no tokens or one of them has no known cost."""
+    agent = _agent_tokens(case)
+    judges = merged_usage(*(_judge_tokens(result) for result in case.metrics))
+    if not agent and not judges:
+        return None
+    return run_cost(agent, judges, pricing).total_usd
 
 
 def _agent_tokens(case: CaseResult) -> dict[str, ModelUsage]:

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_eval.results.agreement_model import JudgeAgreement
-from agent_eval.results.pricing import RunCost
+from agent_eval.results.pricing import JUDGE_TOKENS, RunCost
 from agent_eval.schema import AgentRun, EvalStatus, Invocation, ModelUsage, RubricScore
 from agent_eval.secrets import redact_config, redact_text
 
@@ -21,9 +21,6 @@ __all__ = ["CacheSource", "CaseResult", "InvocationScore", "JsonFormat", "Metric
 
 NOT_APPLICABLE = "not applicable"
 """How the explanation of a result starts when its metric does not apply to the case (`metrics.scoring`)."""
-JUDGE_TOKENS = "judge_tokens"
-"""The key, in a metric result's `details`, of its judge calls' tokens per model (`{model: ModelUsage as JSON}`,
-`agent_eval.metrics.judged.usage`)."""
 SUMMARY_DETAILS = ("judge_mode", JUDGE_TOKENS)
 """The keys of `MetricResult.details` that the run's summary reads (`render.console.describe_judge_modes`, the
 judge tokens of `agent_eval.results.aggregate.summarize`)."""
@@ -165,6 +162,12 @@ class CacheSource(BaseModel):
     run_id: str | None = Field(description="The run that invoked the agent (None: not recorded).")
     invoked_at: datetime | None = Field(default=None, description="The earliest reused invocation of that run.")
     case_runs: int = Field(description="How many case runs of this run came from that one.")
+
+
+def case_anchor(case: CaseResult) -> str:
+    """A case run's HTML anchor (without `case-`): its eval set, case and run index, other characters as `-`."""
+    raw = f"{case.eval_set_id}--{case.eval_id}--{case.run_index}"
+    return "".join(char if char.isalnum() or char in "-_" else "-" for char in raw)
 
 
 class RunSummary(BaseModel):

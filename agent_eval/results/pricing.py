@@ -23,7 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.schema import ModelPrice, ModelUsage
 
-__all__ = ["ModelCost", "RunCost", "price_table", "run_cost"]
+JUDGE_TOKENS = "judge_tokens"
+"""The key, in a metric result's `details`, of its judge calls' tokens per model (`{model: ModelUsage as JSON}`,
+`agent_eval.metrics.judged.usage`)."""
+
+__all__ = ["JUDGE_TOKENS", "ModelCost", "RunCost", "model_cost", "price_table", "run_cost"]
 
 _PER_MILLION = 1_000_000
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from agent_eval.results.model import JUDGE_TOKENS
+from agent_eval.results.pricing import JUDGE_TOKENS
 from agent_eval.schema import ModelUsage, add_usage
 
 __all__ = ["JUDGE_TOKENS", "judge_usage_of", "judge_usage_totals", "record_judge_usage"]

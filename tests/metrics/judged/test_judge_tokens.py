@@ -21,7 +21,8 @@ from agent_eval.metrics.judged.usage import judge_usage_of, judge_usage_totals, 
 from agent_eval.metrics.judged.voting import set_judge_factory
 from agent_eval.metrics.registry import REGISTRY, MetricSpec
 from agent_eval.metrics.scoring import score_case_run, score_criterion
-from agent_eval.results.model import JUDGE_TOKENS, MetricResult
+from agent_eval.results.model import MetricResult
+from agent_eval.results.pricing import JUDGE_TOKENS
 from agent_eval.schema import (
     UNKNOWN_MODEL,
     AgentRun,
