@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_eval.errors import EXIT_FAILED, EXIT_OK, EXIT_REGRESSION, EvalInputError
 
 if TYPE_CHECKING:
-    from agent_eval.judges.align import Alignment
-    from agent_eval.judges.check import JudgeCheck
     from agent_eval.results.model import RunReport
+    from agent_eval.schema import EvalConfig
+
+T = TypeVar("T")
 
 __all__ = ["JUDGE_COMMANDS", "add_judges_parsers", "with_judge_agreement"]
 
@@ -121,28 +123,37 @@ def judges_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_command(args: argparse.Namespace) -> int:
+def _judging(work: Coroutine[Any, Any, T]) -> T:
+    """Run a command's judge work to its end, then close the judges' connections."""
     import asyncio
 
-    from agent_eval.io import load_eval_config
-    from agent_eval.judges.check import DEFAULT_MAX_DROP, check_judge
     from agent_eval.metrics.judged import close_judge_clients
+
+    async def closing() -> T:
+        try:
+            return await work
+        finally:
+            await close_judge_clients()
+
+    return asyncio.run(closing())
+
+
+def _config(args: argparse.Namespace) -> EvalConfig | None:
+    """`--config`'s config, if given (check, align)."""
+    from agent_eval.io import load_eval_config
+
+    return load_eval_config(args.config) if args.config else None
+
+
+def _check_command(args: argparse.Namespace) -> int:
+    from agent_eval.judges.check import DEFAULT_MAX_DROP, check_judge
     from agent_eval.store.engine import get_engine
 
     if not args.check_metric:
         raise EvalInputError("`judges check` needs the metric to check, e.g. `judges check final_response_match_v2`")
-    config = load_eval_config(args.config) if args.config else None
+    config, engine = _config(args), get_engine(args.db_url)
     max_drop = DEFAULT_MAX_DROP if args.max_drop is None else args.max_drop
-
-    async def checked() -> JudgeCheck:
-        try:
-            return await check_judge(
-                args.check_metric, get_engine(args.db_url), config=config, floor=args.floor, max_drop=max_drop
-            )
-        finally:
-            await close_judge_clients()
-
-    check = asyncio.run(checked())
+    check = _judging(check_judge(args.check_metric, engine, config=config, floor=args.floor, max_drop=max_drop))
     if args.json:
         payload: dict[str, Any] = {"check_id": check.stored.id, "metric": check.metric, "drift": check.drift}
         payload |= {"judge": check.judge.stored(), "agreement": check.agreement.model_dump(mode="json")}
@@ -154,30 +165,18 @@ def _check_command(args: argparse.Namespace) -> int:
 
 
 def _align_command(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from agent_eval.io import load_eval_config
     from agent_eval.judges.align import DEFAULT_EXAMPLES, align_judge
-    from agent_eval.metrics.judged import close_judge_clients
     from agent_eval.store.engine import get_engine
 
     if not args.check_metric or not args.profile:
         raise EvalInputError(
             "`judges align` needs the metric and --profile NAME, e.g. `judges align M --profile strict`"
         )
-    config = load_eval_config(args.config) if args.config else None
+    config, engine = _config(args), get_engine(args.db_url)
     examples = DEFAULT_EXAMPLES if args.examples is None else args.examples
-
-    async def aligned() -> Alignment:
-        try:
-            engine = get_engine(args.db_url)
-            return await align_judge(
-                args.check_metric, args.profile, engine, config=config, examples=examples, seed=args.seed
-            )
-        finally:
-            await close_judge_clients()
-
-    alignment = asyncio.run(aligned())
+    alignment = _judging(
+        align_judge(args.check_metric, args.profile, engine, config=config, examples=examples, seed=args.seed)
+    )
     if args.json:
         payload = {"profile": alignment.profile.name, "version": alignment.profile.version, "kept": alignment.kept}
         payload |= {"evaluation": alignment.profile.evaluation, "examples": alignment.profile.examples}

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from agent_eval.render.console import TableColumn, format_table
+from agent_eval.render.console import TableColumn, format_table, format_usd
 
 __all__ = ["HISTORY_PRIORITY", "format_history"]
 
@@ -81,9 +81,7 @@ def _cost_cell(row: dict[str, Any]) -> str:
     if _missing(row.get("tokens")):
         return "-"
     cost = row.get("cost_usd")
-    if not isinstance(cost, int | float) or _missing(cost):
-        return "?"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
+    return format_usd(cost) if isinstance(cost, int | float) and not _missing(cost) else "?"
 
 
 def _shortener(run_ids: list[str]) -> Callable[[str], str]:

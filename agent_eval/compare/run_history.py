@@ -23,6 +23,7 @@ from agent_eval.compare.history_table import format_history
 from agent_eval.render.html_charts import HistoryPoint
 from agent_eval.render.verdict import regression_verdict
 from agent_eval.results.model import RunReport
+from agent_eval.results.pricing import RunCost
 from agent_eval.store import (
     CaseScore,
     RunNotFoundError,
@@ -227,12 +228,7 @@ def _history_row(run: RunRead, means: dict[str, float], subset: bool) -> dict[st
 def _cost(summary: dict[str, Any]) -> float | None:
     """The run's cost in dollars, from its stored summary (None: no tokens, or some cost unknown)."""
     cost = summary.get("cost")
-    if not isinstance(cost, dict):
-        return None
-    sides = [(cost.get("agent"), cost.get("agent_usd")), (cost.get("judges"), cost.get("judge_usd"))]
-    if any(models and usd is None for models, usd in sides):
-        return None
-    return float(sum(usd or 0.0 for _, usd in sides))
+    return RunCost.model_validate(cost).total_usd if isinstance(cost, dict) else None
 
 
 def _tokens(summary: dict[str, Any]) -> int | None:

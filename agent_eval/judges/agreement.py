@@ -23,7 +23,6 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from agent_eval.results.agreement import (
-    BinaryAgreement,
     JudgeAgreement,
     ScoredAgreement,
     binary_agreement,
@@ -124,7 +123,7 @@ def _block(agreement: JudgeAgreement) -> str:
         lines.append(f"  agreement: not measured: {binary.insufficient}")
     else:
         lines.append(
-            f"  kappa {_interval(binary)}  agreement {binary.agreement:.0%}  balanced accuracy "
+            f"  kappa {binary.kappa_text()}  agreement {binary.agreement:.0%}  balanced accuracy "
             f"{binary.balanced_accuracy:.0%}  true pass {binary.true_pass_rate:.0%}  true fail "
             f"{binary.true_fail_rate:.0%}"
         )
@@ -138,12 +137,6 @@ def _block(agreement: JudgeAgreement) -> str:
     if agreement.self_consistency is not None:
         lines.append(f"  self-consistency over samples {agreement.self_consistency:.0%}")
     return "\n".join(lines)
-
-
-def _interval(binary: BinaryAgreement) -> str:
-    interval = binary.kappa_interval
-    shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-    return f"{binary.kappa:.2f}{shown}" if binary.kappa is not None else "undefined"
 
 
 def _scored_line(scored: ScoredAgreement) -> str:

@@ -259,6 +259,4 @@ def _stored(metric: str, name: str, outcome: _Outcome, engine: Engine) -> Alignm
 def _kappa(agreement: BinaryAgreement) -> str:
     if agreement.kappa is None:
         return f"not measured ({agreement.insufficient or 'undefined'})"
-    interval = agreement.kappa_interval
-    shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-    return f"{agreement.kappa:.2f}{shown}"
+    return agreement.kappa_text()

@@ -97,9 +97,7 @@ class JudgeCheck:
         if binary.insufficient or binary.kappa is None:
             lines.append(f"  agreement: not measured: {binary.insufficient or 'kappa undefined'}")
         else:
-            interval = binary.kappa_interval
-            shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-            lines.append(f"  kappa {binary.kappa:.2f}{shown}  agreement {binary.agreement:.0%}")
+            lines.append(f"  kappa {binary.kappa_text()}  agreement {binary.agreement:.0%}")
         lines.append(f"  since the last check: {_change_text(self)}")
         if self.left_out:
             lines.append(f"  left out: {self.left_out} labelled item(s) whose content differs under this config")

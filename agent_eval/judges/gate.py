@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from agent_eval.results.agreement_model import kappa_text
 from agent_eval.results.model import MetricResult
 from agent_eval.results.run_configs import identity_key
 from agent_eval.schema import EvalStatus
@@ -70,10 +71,7 @@ def _reason(metric: str, check: JudgeCheckRecord | None, floor: float) -> str | 
     elif check.kappa >= floor:
         return None
     else:
-        interval = (
-            f" [{check.kappa_low:.2f}, {check.kappa_high:.2f}]"
-            if check.kappa_low is not None and check.kappa_high is not None
-            else ""
-        )
-        why = f"kappa {check.kappa:.2f}{interval} on {check.labels} labels"
+        low, high = check.kappa_low, check.kappa_high
+        interval = (low, high) if low is not None and high is not None else None
+        why = f"kappa {kappa_text(check.kappa, interval)} on {check.labels} labels"
     return f"{metric}: judge not calibrated ({why}, floor {floor:.2f}): informational"

@@ -30,12 +30,17 @@ from agent_eval.schema import EvalStatus, ModelUsage
 
 __all__ = [
     "TableColumn",
+    "agreement_text",
     "cache_line",
+    "cost_lines",
     "describe_judge_modes",
     "format_summary",
     "format_table",
+    "format_usd",
+    "judge_agreement_lines",
     "judge_line",
     "summary_table_rows",
+    "token_lines",
     "unscored_criteria_lines",
 ]
 
@@ -90,18 +95,19 @@ def cost_lines(cost: RunCost | None, case_runs: int) -> list[str]:
         return []
     total = cost.total_usd
     parts = [
-        f"{who} {_usd(usd)}"
+        f"{who} {format_usd(usd)}"
         for who, models, usd in (("agent", cost.agent, cost.agent_usd), ("judges", cost.judges, cost.judge_usd))
         if models
     ]
-    per_case = f", {_usd(total / case_runs)} per case run" if total is not None and case_runs else ""
-    lines = [f"Cost: {_usd(total)} ({', '.join(parts)}){per_case}; prices: {cost.table}"]
+    per_case = f", {format_usd(total / case_runs)} per case run" if total is not None and case_runs else ""
+    lines = [f"Cost: {format_usd(total)} ({', '.join(parts)}){per_case}; prices: {cost.table}"]
     if cost.unpriced:
         lines.append(f"Cost unknown for {', '.join(cost.unpriced)}: no price known; add it to the config's `pricing`")
     return lines
 
 
-def _usd(value: float | None) -> str:
+def format_usd(value: float | None) -> str:
+    """`$0.0412` under a dollar, `$12.30` from one up, `unknown` for None (a cost is never shown as $0 unknown)."""
     if value is None:
         return "unknown"
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
@@ -142,10 +148,8 @@ def agreement_text(agreement: JudgeAgreement) -> str:
     binary = agreement.binary
     if binary.insufficient or binary.kappa is None:
         return f"{name}: not measured ({binary.insufficient or 'kappa undefined'})"
-    interval = binary.kappa_interval
-    shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
     agreed = f", agreement {binary.agreement:.0%}" if binary.agreement is not None else ""
-    return f"{name}: kappa {binary.kappa:.2f}{shown} on {binary.n} labels{agreed}"
+    return f"{name}: kappa {binary.kappa_text()} on {binary.n} labels{agreed}"
 
 
 def _repeated_run_lines(report: RunReport) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from google.genai import types as genai_types
 
-from agent_eval.render.console import cache_line
+from agent_eval.render.console import cache_line, format_usd
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
 from agent_eval.results.aggregate import case_cost
 from agent_eval.results.agreement_model import JudgeAgreement
@@ -120,10 +120,9 @@ def _judge_row(agreement: JudgeAgreement) -> str:
     if binary.insufficient or binary.kappa is None:
         why = _e(binary.insufficient or "kappa undefined")
         return f'<tr class="not-measured">{cells}<td colspan="6">not measured: {why}</td></tr>'
-    low_high = f" [{binary.kappa_interval[0]:.2f}, {binary.kappa_interval[1]:.2f}]" if binary.kappa_interval else ""
     figures = (binary.agreement, binary.balanced_accuracy, binary.true_pass_rate, binary.true_fail_rate)
     shares = "".join(f"<td>{_share(value)}</td>" for value in (*figures, agreement.self_consistency))
-    return f"<tr>{cells}<td>{binary.kappa:.2f}{low_high}</td>{shares}</tr>"
+    return f"<tr>{cells}<td>{binary.kappa_text()}</td>{shares}</tr>"
 
 
 def _share(value: float | None) -> str:
@@ -148,7 +147,7 @@ def cost_section(report: RunReport) -> str:
         )
         for model, usage in used.items()
     )
-    total = f"total {_usd(cost.total_usd)} · prices: {_e(cost.table)}"
+    total = f"total {format_usd(cost.total_usd)} · prices: {_e(cost.table)}"
     unpriced = (
         f" · no price for {_e(', '.join(cost.unpriced))} (the config's <code>pricing</code>)" if cost.unpriced else ""
     )
@@ -161,7 +160,7 @@ def cost_section(report: RunReport) -> str:
 def _cost_row(who: str, model: str, usage: ModelUsage, usd: float | None) -> str:
     counts = (usage.calls, usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.thinking_tokens)
     cells = "".join(f"<td>{'?' if count is None else f'{count:,}'}</td>" for count in counts)
-    return f"<tr><td>{who}</td><td>{_e(model)}</td>{cells}<td>{_usd(usd)}</td></tr>"
+    return f"<tr><td>{who}</td><td>{_e(model)}</td>{cells}<td>{format_usd(usd)}</td></tr>"
 
 
 def _costliest(report: RunReport, count: int = 5) -> str:
@@ -174,16 +173,10 @@ def _costliest(report: RunReport, count: int = 5) -> str:
         return ""
     items = "".join(
         f'<li><a href="#case-{_e(case_anchor(case))}">{_e(case.eval_set_id)} / {_e(case.eval_id)}</a>'
-        f" #{case.run_index}: {_usd(usd)}</li>"
+        f" #{case.run_index}: {format_usd(usd)}</li>"
         for usd, case in known
     )
     return f"<p>The costliest case runs:</p><ol>{items}</ol>"
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
 
 
 def _metric_row(metric: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["BinaryAgreement", "Confusion", "JudgeAgreement", "ScoredAgreement"]
+__all__ = ["BinaryAgreement", "Confusion", "JudgeAgreement", "ScoredAgreement", "kappa_text"]
 
 
 class Confusion(BaseModel):
@@ -27,6 +27,13 @@ class Confusion(BaseModel):
     """Human fail, judge pass."""
     fail_fail: int
     """Human fail, judge fail."""
+
+
+def kappa_text(kappa: float | None, interval: tuple[float, float] | None = None) -> str:
+    """`0.71 [0.55, 0.84]` (the interval when known), `undefined` without a kappa: how every output shows one."""
+    if kappa is None:
+        return "undefined"
+    return f"{kappa:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
 
 
 class BinaryAgreement(BaseModel):
@@ -51,6 +58,10 @@ class BinaryAgreement(BaseModel):
     confusion: Confusion
     insufficient: str | None
     """Why no figure is given, e.g. "12 labels (at least 20 needed)"; None when the figures are given."""
+
+    def kappa_text(self) -> str:
+        """Kappa with its interval (`kappa_text`)."""
+        return kappa_text(self.kappa, self.kappa_interval)
 
 
 class ScoredAgreement(BaseModel):
