@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.runtime import server
 from agent_eval.runtime.processes import process_alive
 from tests.flows.helpers import write_echo_set
+from tests.prefect_http import prefect_api
 
 AGENT = "tests.flows.agents_for_tests:echo_agent"
 REPO = Path(__file__).resolve().parents[1]
@@ -69,11 +69,7 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path = REPO) -> subprocess.C
 
 
 def _flow_run_names(api_url: str) -> list[str]:
-    request = urllib.request.Request(
-        f"{api_url}/flow_runs/filter", data=b"{}", headers={"Content-Type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return [run["name"] for run in json.load(response)]
+    return [run["name"] for run in prefect_api(f"{api_url}/flow_runs/filter", {})]
 
 
 def test_runs_reuse_one_local_server_that_outlives_them(tmp_path: Path) -> None:
@@ -134,14 +130,10 @@ def _environment_of(pid: int) -> dict[str, str]:
 
 def _completed_invocations(api_url: str, wait_for: int, timeout: float = 10.0) -> list[str]:
     """The names of the completed `invoke-case` task runs, once there are `wait_for` (or the timeout passed)."""
-    body = json.dumps({"task_runs": {"name": {"like_": "invoke "}, "state": {"type": {"any_": ["COMPLETED"]}}}})
+    body = {"task_runs": {"name": {"like_": "invoke "}, "state": {"type": {"any_": ["COMPLETED"]}}}}
     deadline = time.monotonic() + timeout
     while True:
-        request = urllib.request.Request(
-            f"{api_url}/task_runs/filter", data=body.encode(), headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            names = sorted(run["name"] for run in json.load(response))
+        names = sorted(run["name"] for run in prefect_api(f"{api_url}/task_runs/filter", body))
         if len(names) >= wait_for or time.monotonic() > deadline:
             return names
         time.sleep(0.25)

@@ -21,6 +21,7 @@ import pytest
 from agent_eval.runtime import registry
 from agent_eval.runtime.prefect_server import ActivityTracker, check_interval
 from agent_eval.runtime.processes import process_alive
+from tests.prefect_http import prefect_api
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -120,13 +121,7 @@ def _gone(pid: int, timeout: float = GONE_TIMEOUT) -> bool:
 
 
 def _api(port: int, path: str, body: object) -> dict[str, object]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api{path}",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return dict(json.load(response))
+    return dict(prefect_api(f"http://127.0.0.1:{port}/api{path}", body))
 
 
 def _status_rows(env: dict[str, str]) -> set[tuple[str, int, str, str]]:

@@ -17,13 +17,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent_eval.compare.alerts import ALERT_BLOCK_ID_ENV, alert_payload
 from tests.compare.test_alerts import FLIPPED, METRIC, WebhookReceiver, regression_report
 from tests.conftest import REPO_ROOT
 from tests.deployments.prefect_stack import PrefectStack
+from tests.prefect_http import prefect_api
 
 pytestmark = pytest.mark.e2e
 
@@ -69,9 +69,8 @@ def setup_alerts(stack: PrefectStack, receiver: WebhookReceiver) -> str:
 
 def automation_ids(stack: PrefectStack) -> list[str]:
     """The ids of the automations named AUTOMATION, from the server's REST API."""
-    response = httpx.post(stack.env["PREFECT_API_URL"] + "/automations/filter", json={}, timeout=10)
-    response.raise_for_status()
-    return [item["id"] for item in response.json() if item["name"] == AUTOMATION]
+    automations = prefect_api(stack.env["PREFECT_API_URL"] + "/automations/filter", {})
+    return [item["id"] for item in automations if item["name"] == AUTOMATION]
 
 
 def wait_for_posts(receiver: WebhookReceiver, timeout: float) -> list[bytes]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from tests.judges.stored_runs import (
     stored_key,
     turn,
 )
+from tests.prefect_http import prefect_api
 
 pytestmark = pytest.mark.e2e
 
@@ -195,12 +195,10 @@ def _wait_for_posts(receiver: WebhookReceiver, count: int, timeout: float = 10) 
 def _drift_events(stack: PrefectStack, count: int, timeout: float = 20) -> list[str]:
     """The summaries of the `agent-eval.judge-drift` events the server stored (polled: stored in batches)."""
     url = stack.env["PREFECT_API_URL"] + "/events/filter"
-    body = json.dumps({"filter": {"event": {"name": [DRIFT_EVENT]}}, "limit": 50}).encode()
+    body = {"filter": {"event": {"name": [DRIFT_EVENT]}}, "limit": 50}
     deadline = time.monotonic() + timeout
     while True:
-        post = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(post, timeout=10) as response:
-            events = json.loads(response.read())["events"]
+        events = prefect_api(url, body)["events"]
         summaries = [str(event["payload"].get("summary")) for event in events]
         if len(summaries) >= count or time.monotonic() > deadline:
             return summaries

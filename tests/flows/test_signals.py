@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from agent_eval.runtime.processes import descendants, process_alive
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.conftest import REPO_ROOT
 from tests.flows.helpers import write_echo_set
+from tests.prefect_http import prefect_api
 
 pytestmark = pytest.mark.flow
 
@@ -225,8 +225,7 @@ def test_a_signal_on_the_local_server_cancels_the_flow_run_there_and_the_server_
         process.communicate(timeout=EXIT_DEADLINE)
         local = json.loads(state_file.read_text(encoding="utf-8"))
         flow_run_id = get_run(run_id, get_engine(url)).flow_run_id
-        with urllib.request.urlopen(f"http://127.0.0.1:{local['port']}/api/flow_runs/{flow_run_id}") as answer:
-            flow_run = json.load(answer)
+        flow_run = prefect_api(f"http://127.0.0.1:{local['port']}/api/flow_runs/{flow_run_id}")
         assert process.returncode == 130
         assert (flow_run["state"]["type"], flow_run["state"]["message"]) == ("CANCELLED", "stopped by SIGINT")
         assert process_alive(local["pid"])  # the server outlives the stopped run
