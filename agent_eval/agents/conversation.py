@@ -11,6 +11,7 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 from google.genai import types as genai_types
@@ -23,7 +24,9 @@ from agent_eval.schema import (
     EvalCase,
     IntermediateData,
     Invocation,
+    ModelUsage,
     TokenUsage,
+    add_usage,
     content_text,
     merged_usage,
 )
@@ -34,11 +37,14 @@ __all__ = [
     "TurnAgent",
     "UserSimulator",
     "bound_turn",
+    "count_simulator_usage",
     "fresh_session",
     "turn_invocation",
 ]
 
 DEFAULT_MAX_SIMULATED_TURNS = 20
+_SIMULATOR_USAGE: ContextVar[dict[str, ModelUsage] | None] = ContextVar("simulator_usage", default=None)
+"""The user simulator's tokens of the case run in progress (each case run is a task of its own: its own copy)."""
 MAX_RESPONSE_CHARS = 1_000_000
 """Longer final or intermediate texts are cut here (and say so), so a runaway answer cannot exhaust memory."""
 
@@ -128,6 +134,7 @@ class TurnAgent(ABC):
         """
         run = AgentRun(eval_set_id=eval_set_id, eval_id=case.eval_id, run_index=run_index)
         started = time.perf_counter()
+        simulated = _SIMULATOR_USAGE.set({})
         try:
             session = await self.open_session(case)
         except Exception as error:
@@ -145,7 +152,8 @@ class TurnAgent(ABC):
         finally:
             await self.close_session(session)
             run.final_session_state = session.state  # a failed run's too: where it stopped
-            run.token_usage = _token_usage(session.history)  # a failed run's finished turns cost tokens too
+            run.token_usage = _token_usage(session.history, _SIMULATOR_USAGE.get() or {})  # a failed run's too
+            _SIMULATOR_USAGE.reset(simulated)
         run.latency_seconds = time.perf_counter() - started
         return run
 
@@ -261,13 +269,24 @@ def _response_dict(response: object) -> dict[str, object]:
     return response if isinstance(response, dict) else {"result": response}
 
 
-def _token_usage(turns: list[AgentTurn]) -> TokenUsage | None:
-    """The turns' tokens in all (None: no turn reported any) and per model."""
+def count_simulator_usage(model: str, usage: ModelUsage) -> None:
+    """Count one user simulator call's tokens in the case run in progress (`TokenUsage.user_simulator`); outside
+    a case run (a simulator called on its own) nothing is counted."""
+    found = _SIMULATOR_USAGE.get()
+    if found is not None:
+        add_usage(found, model, usage)
+
+
+def _token_usage(turns: list[AgentTurn], simulator: dict[str, ModelUsage]) -> TokenUsage | None:
+    """The turns' tokens in all (None: no turn reported any, nor the user simulator) and per model, and the user
+    simulator's per model."""
     inputs = [t.input_tokens for t in turns if t.input_tokens is not None]
     outputs = [t.output_tokens for t in turns if t.output_tokens is not None]
     by_model = merged_usage(*(turn.model_usage for turn in turns))
-    if not inputs and not outputs and not by_model:
+    if not inputs and not outputs and not by_model and not simulator:
         return None
     total_in, total_out = (sum(inputs) if inputs else None), (sum(outputs) if outputs else None)
     total = None if total_in is None and total_out is None else (total_in or 0) + (total_out or 0)
-    return TokenUsage(input_tokens=total_in, output_tokens=total_out, total_tokens=total, by_model=by_model)
+    return TokenUsage(
+        input_tokens=total_in, output_tokens=total_out, total_tokens=total, by_model=by_model, user_simulator=simulator
+    )

@@ -24,10 +24,10 @@ from google.genai import types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, alias_generators
 
 from agent_eval.agents.base import AgentTurn
-from agent_eval.agents.conversation import DEFAULT_MAX_SIMULATED_TURNS, UserSimulator
+from agent_eval.agents.conversation import DEFAULT_MAX_SIMULATED_TURNS, UserSimulator, count_simulator_usage
 from agent_eval.agents.genai_agent import ClientOption, GenaiClients, generate
 from agent_eval.errors import EvalInputError
-from agent_eval.schema import ConversationScenario
+from agent_eval.schema import ConversationScenario, ModelUsage
 
 __all__ = [
     "DEFAULT_SIMULATOR_MODEL",
@@ -141,6 +141,7 @@ class LlmUserSimulator:
         config = self._config.model_copy(update={"system_instruction": self.system_instruction(scenario)})
         transcript = types.Content(role="user", parts=[types.Part(text=self.transcript(history, user_messages))])
         response = await generate(self._clients.get(), self.model, [transcript], config)
+        count_simulator_usage(response.model_version or self.model, ModelUsage.of_genai(response.usage_metadata))
         text = _candidate_text(response).strip()
         return None if not text or self.stop_signal in text else text
 

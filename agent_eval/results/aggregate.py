@@ -136,10 +136,10 @@ def case_cost(case: CaseResult, pricing: Mapping[str, ModelPrice] | None = None)
 
 
 def _agent_tokens(case: CaseResult) -> dict[str, ModelUsage]:
-    """The case run's agent tokens per model (none for an answer reused from an earlier run: it cost nothing
-    now)."""
+    """The case run's agent tokens per model, its user simulator's included (none for an answer reused from an
+    earlier run: it cost nothing now)."""
     usage = case.agent_run.token_usage
-    return usage.by_model if usage is not None and case.agent_run.cached_from is None else {}
+    return usage.spent if usage is not None and case.agent_run.cached_from is None else {}
 
 
 def _judge_tokens(result: MetricResult) -> dict[str, ModelUsage]:

@@ -198,7 +198,8 @@ class RunSummary(BaseModel):
     )
     agent_tokens: dict[str, ModelUsage] = Field(
         default_factory=dict,
-        description="Per model, the calls and tokens the agent's case runs reported (empty: none reported).",
+        description="Per model, the calls and tokens the agent's case runs reported, the LLM user simulator's "
+        "included (empty: none reported).",
     )
     judge_tokens: dict[str, ModelUsage] = Field(
         default_factory=dict,

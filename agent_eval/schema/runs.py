@@ -93,11 +93,22 @@ class TokenUsage(EvalBaseModel):
     output_tokens: int | None = None
     total_tokens: int | None = None
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
+    user_simulator: dict[str, ModelUsage] = Field(
+        default_factory=dict,
+        description="Per model, the calls and tokens of the LLM user simulator that played the user of a "
+        "`conversation_scenario` case: spent by the case run, not by the agent (not in the totals above).",
+    )
 
     def stored(self) -> dict[str, Any]:
-        """As the store keeps it (`case_results.token_usage`): JSON without unknown counts or an empty `by_model`,
-        so a run whose agent reports no model reads as every release stored it."""
-        return self.model_dump(mode="json", exclude_none=True, exclude={"by_model"} if not self.by_model else None)
+        """As the store keeps it (`case_results.token_usage`): JSON without unknown counts or an empty `by_model`
+        or `user_simulator`, so a run whose agent reports no model reads as every release stored it."""
+        empty = {name for name in ("by_model", "user_simulator") if not getattr(self, name)}
+        return self.model_dump(mode="json", exclude_none=True, exclude=empty or None)
+
+    @property
+    def spent(self) -> dict[str, ModelUsage]:
+        """Per model, everything the case run's model calls used: the agent's and the user simulator's."""
+        return merged_usage(self.by_model, self.user_simulator)
 
 
 ErrorKind = Literal["agent", "transport", "timeout"]

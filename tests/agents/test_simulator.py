@@ -20,7 +20,7 @@ from agent_eval.agents.simulator import (
 )
 from agent_eval.errors import EvalInputError
 from agent_eval.plan.eval_plan import EvalRequest, prepare
-from agent_eval.schema import AgentRun, EvalCase, content_text
+from agent_eval.schema import AgentRun, EvalCase, ModelUsage, content_text
 from tests.fakes.gemini_server import (
     FakeGeminiServer,
     error_reply,
@@ -80,6 +80,24 @@ def test_llm_simulator_plays_the_plan_and_stops_on_the_signal(fake_gemini: FakeG
         "# Conversation so far\nUSER: Hi, it is cold.\nAGENT: ok: Hi, it is cold.\n"
         "USER: Could you set the kitchen to 21 degrees?\nAGENT: ok: Could you set the kitchen to 21 degrees?\n"
     )
+
+
+def test_the_llm_simulators_tokens_count_in_the_case_run_apart_from_the_agents(
+    fake_gemini: FakeGeminiServer,
+) -> None:
+    fake_gemini.script(
+        text_reply("Kitchen, 21 degrees.", prompt_tokens=120, output_tokens=9),
+        text_reply("</finished>", prompt_tokens=150, output_tokens=3),
+    )
+
+    result = simulate(LlmUserSimulator("sim-model", client=fake_gemini.client))
+
+    usage = result.token_usage
+    assert usage is not None
+    expected = {"fake-gemini": ModelUsage(calls=2, input_tokens=270, output_tokens=12)}
+    assert (usage.user_simulator, usage.by_model, usage.input_tokens) == (expected, {}, None)  # the echo agent: none
+    assert usage.spent == expected
+    assert usage.stored() == {"user_simulator": {"fake-gemini": {"calls": 2, "input_tokens": 270, "output_tokens": 12}}}
 
 
 def test_max_simulated_turns_caps_a_user_who_never_finishes(fake_gemini: FakeGeminiServer) -> None:
