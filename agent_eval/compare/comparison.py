@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_eval.compare.efficiency import CostComparison, EfficiencyComparison, LatencyComparison
+
 __all__ = [
     "DEFAULT_TOLERANCE",
     "NO_BASELINE",
@@ -97,11 +99,35 @@ class RegressionReport(BaseModel):
     baseline_pass_at_k: dict[int, float] = Field(default_factory=dict)
     pass_at_k: dict[int, float] = Field(default_factory=dict, description="Mean pass@k over the shared cases.")
     notes: list[str] = Field(default_factory=list)
+    efficiency: EfficiencyComparison = Field(
+        default_factory=EfficiencyComparison, description="Cost per case run and per-turn latency."
+    )
+
+    @property
+    def quality_regressed(self) -> bool:
+        """Whether any metric regressed or any case is a hard regression."""
+        return any(m.regressed for m in self.metrics) or bool(self.hard_regressions)
 
     @property
     def regressed(self) -> bool:
-        """Whether any metric regressed or any case is a hard regression."""
-        return any(m.regressed for m in self.metrics) or bool(self.hard_regressions)
+        """The verdict that fails the run: a quality regression, or a cost or latency regression whose
+        `fail_on_*` rule is set."""
+        return self.quality_regressed or self.efficiency.fails_run
+
+    @property
+    def cost_regressed(self) -> bool:
+        """Whether the cost per case run rose beyond its tolerance (failing the run or not)."""
+        return self.efficiency.cost.regressed
+
+    @property
+    def latency_regressed(self) -> bool:
+        """Whether p50 or p95 per-turn latency rose beyond its tolerance (failing the run or not)."""
+        return self.efficiency.latency.regressed
+
+    @property
+    def alerted(self) -> bool:
+        """Whether the comparison raises the regression alert: a regression of any kind, failing the run or not."""
+        return self.regressed or self.cost_regressed or self.latency_regressed
 
     @property
     def flipped_to_failing(self) -> list[CaseComparison]:
@@ -124,7 +150,8 @@ class RegressionReport(BaseModel):
         return [case for case in self.cases if case.flaky]
 
     def summary_lines(self) -> list[str]:
-        """Lines for the console or an alert: a header, one line per metric, the case lists, notes, the verdict."""
+        """Lines for the console or an alert: a header, one line per metric, the case lists, notes, cost and
+        latency, the verdict."""
         lines = [
             f"{self.current_run_id} vs baseline {self.baseline_run_id}: {len(self.cases)} shared cases, "
             f"{len(self.added)} added, {len(self.removed)} removed"
@@ -136,13 +163,17 @@ class RegressionReport(BaseModel):
         if len(self.pass_at_k) > 1:
             lines.append("pass@k: " + ", ".join(f"pass@{k} {value:.3f}" for k, value in self.pass_at_k.items()))
         lines.extend(self.notes)
+        lines.extend(self.efficiency.summary_lines())
         lines.append(_verdict(self))
         return lines
 
     def to_payload(self) -> dict[str, Any]:
-        """A JSON-able dict for a Prefect event or a webhook: metrics, flipped and flaky cases, pass@k, verdict."""
+        """A JSON-able dict for a Prefect event or a webhook: metrics, flipped and flaky cases, pass@k, cost and
+        latency, verdict."""
         return {
             "regressed": self.regressed,
+            "cost_regressed": self.cost_regressed,
+            "latency_regressed": self.latency_regressed,
             "baseline_run_id": self.baseline_run_id,
             "baseline_reason": self.baseline_reason,
             "current_run_id": self.current_run_id,
@@ -159,6 +190,7 @@ class RegressionReport(BaseModel):
             "pass_at_k": _keyed(self.pass_at_k),
             "baseline_pass_at_k": _keyed(self.baseline_pass_at_k),
             "notes": list(self.notes),
+            "efficiency": self.efficiency.to_payload(),
             "summary": "\n".join(self.summary_lines()),
         }
 
@@ -169,6 +201,8 @@ def no_baseline_payload(current_run_id: str, reason: str) -> dict[str, Any]:
     and eval set versions used other criteria". Same keys as `RegressionReport.to_payload`."""
     return {
         "regressed": False,
+        "cost_regressed": False,
+        "latency_regressed": False,
         "baseline_run_id": None,
         "baseline_reason": reason,
         "current_run_id": current_run_id,
@@ -184,6 +218,7 @@ def no_baseline_payload(current_run_id: str, reason: str) -> dict[str, Any]:
         "pass_at_k": {},
         "baseline_pass_at_k": {},
         "notes": [],
+        "efficiency": {},
         "summary": f"{NO_BASELINE}: {reason}",
     }
 
@@ -216,12 +251,31 @@ def _case_groups(report: RegressionReport) -> list[tuple[str, list[str]]]:
 
 
 def _verdict(report: RegressionReport) -> str:
+    """`REGRESSED: ...` with what fails the run, else `no regression`, or the cost and latency regressions that
+    were reported without failing it."""
     if not report.regressed:
-        return "no regression"
+        return _reported_only(report.efficiency) or "no regression"
     reasons = [metric.metric_name for metric in report.metrics if metric.regressed]
     if report.hard_regressions:
         reasons.append(f"{len(report.hard_regressions)} hard-regressed case(s)")
+    cost, latency = report.efficiency.cost, report.efficiency.latency
+    reasons += [name for name, side in (("cost per case", cost), ("latency per turn", latency)) if _fails(side)]
     return "REGRESSED: " + ", ".join(reasons)
+
+
+def _reported_only(efficiency: EfficiencyComparison) -> str | None:
+    """E.g. `no failing regression: cost regression reported only (set regression.fail_on_cost_regression to
+    fail the run)`; None when neither cost nor latency regressed."""
+    kinds = [kind for kind, side in (("cost", efficiency.cost), ("latency", efficiency.latency)) if side.regressed]
+    if not kinds:
+        return None
+    rules = ", ".join(f"regression.fail_on_{kind}_regression" for kind in kinds)
+    reported = f"{' and '.join(kinds)} regression{'s' if len(kinds) > 1 else ''} reported only"
+    return f"no failing regression: {reported} (set {rules} to fail the run)"
+
+
+def _fails(side: CostComparison | LatencyComparison) -> bool:
+    return side.regressed and side.fail_on_regression
 
 
 def _signed(value: float) -> str:

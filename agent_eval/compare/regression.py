@@ -63,9 +63,15 @@ A subset of the baseline (`subset=True`: a `rerun --only-failed` compared with t
     Only the baseline's case runs that the current run has (same eval set, case and run index) are compared:
     the cases it did not run again are not `removed`, and no metric's mean takes them in. A note says so.
 
+Cost and latency (`agent_eval.compare.efficiency`, in every comparison, recorded traffic included)
+    Cost per case run and p50 / p95 per-turn latency, each run's own, and their relative changes; a rise beyond
+    `cost_tolerance` (+25%) or `latency_tolerance` (+50%) is a cost or latency regression, reported and alerted
+    as its own kind.
+
 Verdict
-    `RegressionReport.regressed` = any metric regressed OR any case is a hard regression. With no comparable
-    baseline there is no comparison: `no_baseline_payload` says why, and nothing regressed.
+    `RegressionReport.regressed` = any metric regressed OR any case is a hard regression OR a cost or latency
+    regression whose `fail_on_*` rule is set. With no comparable baseline there is no comparison:
+    `no_baseline_payload` says why, and nothing regressed.
 """
 
 from __future__ import annotations
@@ -83,6 +89,7 @@ from agent_eval.compare.comparison import (
     RegressionReport,
     no_baseline_payload,
 )
+from agent_eval.compare.efficiency import EfficiencyRules, TurnSeconds, compare_efficiency
 from agent_eval.results.model import CaseResult, RunReport
 from agent_eval.results.run_configs import configs_by_eval_set, criterion_keys
 from agent_eval.results.stats import (
@@ -142,6 +149,8 @@ def compare_runs(
     seed: int = 0,
     baseline_reason: str | None = None,
     subset: bool = False,
+    efficiency: EfficiencyRules | None = None,
+    turn_seconds: tuple[TurnSeconds, TurnSeconds] | None = None,
 ) -> RegressionReport:
     """Compare a current run with a baseline run, metric by metric and case by case (rules in the module docstring).
 
@@ -155,6 +164,9 @@ def compare_runs(
         seed: the seed of the bootstrap's random generator; the same seed gives the same report.
         baseline_reason: why this baseline (e.g. "pinned with --baseline"), shown first in the summary.
         subset: the current run evaluated a subset of the baseline's case runs: compare on those only.
+        efficiency: the cost and latency tolerances and `fail_on_*` rules (default: +25%, +50%, not failing).
+        turn_seconds: the (baseline, current) seconds per turn by case run when the reports hold case runs
+            without invocations (`agent_eval.compare.stored_turns`); default: the reports' invocations.
 
     Raises:
         ValueError: a confidence outside (0, 1), fewer than one resample, or a negative tolerance.
@@ -167,8 +179,10 @@ def compare_runs(
     baseline_runs, current_runs = runs_by_case(alike.keep(baseline.cases)), runs_by_case(alike.keep(current.cases))
     gated = frozenset(baseline.summary.uncalibrated_judges) | frozenset(current.summary.uncalibrated_judges)
     settings = _Settings(tolerance, confidence, resamples, seed, gated)
+    spent = compare_efficiency(baseline, current, efficiency, turns=turn_seconds, subset=subset)
     if _recorded(baseline) and _recorded(current):
-        return _compare_recorded((baseline, baseline_runs), (current, current_runs), settings, baseline_reason)
+        recorded = _compare_recorded((baseline, baseline_runs), (current, current_runs), settings, baseline_reason)
+        return recorded.model_copy(update={"efficiency": spent})
     shared = [key for key in current_runs if key in baseline_runs]
     cases = [_compare_case(key, baseline_runs[key], current_runs[key], alike.flips(key[0])) for key in shared]
     return RegressionReport(
@@ -185,6 +199,7 @@ def compare_runs(
         baseline_pass_at_k=mean_pass_at_k(case.baseline_pass_at_k for case in cases),
         pass_at_k=mean_pass_at_k(case.pass_at_k for case in cases),
         notes=subset_notes + alike.notes + _notes(baseline, current, shared) + _uncalibrated_notes(current),
+        efficiency=spent,
     )
 
 

@@ -19,7 +19,9 @@ from agent_eval.compare.alerts import (
     post_webhook,
     webhook_reference,
 )
+from agent_eval.compare.efficiency import EfficiencyRules
 from agent_eval.compare.regression import NO_BASELINE, compare_runs, no_baseline_payload
+from agent_eval.compare.stored_turns import stored_turn_seconds
 from agent_eval.plan.eval_plan import EvalPlan
 from agent_eval.results.model import RunReport
 from agent_eval.schema import RegressionConfig
@@ -40,7 +42,9 @@ def compare_with_baseline(
     `agent_eval.store.queries.choose_baseline`'s); the comparison keeps to what both runs measured alike
     (`agent_eval.compare.regression`); a rerun of a subset of a run's cases is compared with that run, on the
     case runs it ran again only. With no comparable baseline, `report.regression` (and the stored run)
-    says "no comparable baseline" and why, and nothing regressed. On a regression the `agent-eval.regression`
+    says "no comparable baseline" and why, and nothing regressed. Cost per case run and per-turn latency are
+    compared too, the turns' seconds read from the store (the baseline is read without its invocations). On a
+    regression of any kind (a cost or latency one included, failing the run or not) the `agent-eval.regression`
     event is emitted and the webhook (config or `$AGENT_EVAL_ALERT_WEBHOOK`) is called; a webhook that fails
     is logged and noted in the stored payload, never fatal.
     """
@@ -60,9 +64,11 @@ def compare_with_baseline(
         confidence=settings.confidence,
         baseline_reason=choice.reason,
         subset=choice.subset,
+        efficiency=EfficiencyRules.of(settings),
+        turn_seconds=(stored_turn_seconds(choice.run_id, engine), stored_turn_seconds(report.run_id, engine)),
     )
     payload = alert_payload(comparison, report.eval_set_ids, run_url)
-    if comparison.regressed:
+    if comparison.alerted:
         payload["alerts"] = _alert(payload, settings.alert_webhook)
     record_regression(report.run_id, choice.run_id, comparison.regressed, payload, engine)
     return report.model_copy(update={"regression": payload})

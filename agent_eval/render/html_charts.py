@@ -1,4 +1,5 @@
-"""Inline SVG charts for the HTML report: per-metric pass rates (stacked bars) and a run-history trend.
+"""Inline SVG charts for the HTML report: per-metric pass rates (stacked bars), a run-history trend, and the cost
+of each case run (stacked columns, agent and judges, each linked to its case run).
 
 Both charts are plain SVG strings (no JavaScript, no external resources); every label is escaped. Point and
 bar details are in SVG `<title>` elements, which browsers show on hover.
@@ -22,9 +23,11 @@ from agent_eval.schema import EvalStatus
 
 __all__ = [
     "PALETTE",
+    "CaseCost",
     "HistoryPoint",
     "MetricTally",
     "bar_chart",
+    "cost_chart",
     "history_chart",
     "merge_history",
     "metric_tallies",
@@ -154,6 +157,49 @@ def bar_chart(tallies: Sequence[MetricTally]) -> str:
     """Horizontal stacked bars, one per metric: passed (green), failed (red), other (grey), and the rate."""
     rows = [_bar_row(index, tally) for index, tally in enumerate(tallies)]
     return _svg(_BAR_WIDTH, 16 + _ROW * len(tallies), "pass rate per metric", rows)
+
+
+# ----------------------------------------------------------------------------------------------- cost chart
+@dataclass(frozen=True)
+class CaseCost:
+    """One case run's column of the cost chart: its label, its anchor in the report, agent and judge dollars."""
+
+    label: str
+    anchor: str
+    agent: float
+    judges: float
+
+
+_COST_HEIGHT, _COST_PLOT, _COST_MAX_COLUMN = 220, 170, 24
+
+
+def cost_chart(costs: Sequence[CaseCost]) -> str:
+    """One column per case run in report order, agent (blue) under judges (amber), scaled to the dearest; each
+    column links to its case run and names its costs on hover. Empty without any cost above 0."""
+    top = max((cost.agent + cost.judges for cost in costs), default=0.0)
+    if top <= 0:
+        return ""
+    column = min(_COST_MAX_COLUMN, (_BAR_WIDTH - _PAD_LEFT) / len(costs))
+    body = [
+        f'<text x="4" y="14" class="note">${top:.4f}</text>',
+        f'<line x1="{_PAD_LEFT}" y1="{_COST_PLOT + 20}" x2="{_BAR_WIDTH}" y2="{_COST_PLOT + 20}" stroke="{_GRID}"/>',
+    ]
+    for index, cost in enumerate(costs):
+        body.append(_cost_column(cost, _PAD_LEFT + index * column, column, top))
+    legend = f"agent ({PALETTE[0]}) and judges ({PALETTE[1]}) per case run, the dearest ${top:.4f}"
+    return _svg(_BAR_WIDTH, _COST_HEIGHT, f"cost per case run: {legend}", body)
+
+
+def _cost_column(cost: CaseCost, x: float, width: float, top: float) -> str:
+    base, gap = _COST_PLOT + 20, max(width * 0.15, 0.5)
+    agent, judges = _COST_PLOT * cost.agent / top, _COST_PLOT * cost.judges / top
+    title = f"{cost.label}: agent ${cost.agent:.4f}, judges ${cost.judges:.4f}"
+    shape = f'x="{x:.1f}" width="{width - gap:.1f}"'
+    rects = [
+        f'<rect {shape} y="{base - agent:.1f}" height="{agent:.1f}" fill="{PALETTE[0]}"/>',
+        f'<rect {shape} y="{base - agent - judges:.1f}" height="{judges:.1f}" fill="{PALETTE[1]}"/>',
+    ]
+    return f'<a href="#case-{escape(cost.anchor)}"><g><title>{escape(title)}</title>{"".join(rects)}</g></a>'
 
 
 # ---------------------------------------------------------------------------------------------- trend chart

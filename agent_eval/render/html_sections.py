@@ -26,8 +26,10 @@ from typing import Any
 from google.genai import types as genai_types
 
 from agent_eval.render.console import cache_line, format_usd
+from agent_eval.render.html_charts import CaseCost, cost_chart
+from agent_eval.render.html_efficiency import efficiency_badges, efficiency_table
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
-from agent_eval.results.aggregate import case_cost
+from agent_eval.results.aggregate import case_cost, case_cost_parts, metric_judge_costs
 from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CaseResult, MetricResult, RunReport, case_anchor
 from agent_eval.results.tool_calls import Call, align, argument_diff, format_call
@@ -69,7 +71,8 @@ def _number(value: Any) -> str:
 
 
 def regression_section(report: RunReport) -> str:
-    """The card of the comparison with the baseline: the verdict, the test, each metric, the case lists, notes."""
+    """The card of the comparison with the baseline: the verdict (and a badge per cost or latency regression), the
+    test, each metric, cost per case run and per-turn latency, the case lists, notes."""
     payload = report.regression
     verdict = regression_verdict(payload)
     if payload is None or verdict is None:
@@ -80,6 +83,7 @@ def regression_section(report: RunReport) -> str:
         return f'<section class="card regression"><h2>Regression check {badge}</h2><p>{why}</p></section>'
     regressed = bool(payload.get("regressed"))
     badge = f'<span class="badge {"failed" if regressed else "passed"}">{"regressed" if regressed else "ok"}</span>'
+    badge += efficiency_badges(payload.get("efficiency") or {})
     why = f" ({_e(payload['baseline_reason'])})" if payload.get("baseline_reason") else ""
     intro = (
         f'<p>against baseline run <span class="mono">{_e(payload.get("baseline_run_id"))}</span>{why} · '
@@ -87,7 +91,8 @@ def regression_section(report: RunReport) -> str:
     )
     return (
         f'<section class="card regression"><h2>Regression check {badge}</h2>{intro}'
-        f"{_metric_table(payload.get('metrics') or [])}{_case_lists(payload)}{_notes(payload)}</section>"
+        f"{_metric_table(payload.get('metrics') or [])}{efficiency_table(payload.get('efficiency') or {})}"
+        f"{_case_lists(payload)}{_notes(payload)}</section>"
     )
 
 
@@ -153,8 +158,50 @@ def cost_section(report: RunReport) -> str:
     )
     return (
         f'<section class="card cost"><h2>Cost</h2><p>{total}{unpriced}</p>'
-        f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>{_costliest(report)}</section>'
+        f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>{_per_criterion(report)}'
+        f"{_case_cost_chart(report)}{_costliest(report)}</section>"
     )
+
+
+def _report_prices(report: RunReport) -> dict[str, ModelPrice]:
+    """The run's config's `pricing` section, as its cost was priced."""
+    pricing = (report.config.get("pricing") or {}) if isinstance(report.config, Mapping) else {}
+    return {name: ModelPrice.model_validate(price) for name, price in pricing.items()}
+
+
+def _per_criterion(report: RunReport) -> str:
+    """The judges' calls, tokens and dollars per judged criterion (empty: no judge call)."""
+    costs = metric_judge_costs(report.cases, _report_prices(report))
+    if not costs:
+        return ""
+    head = "<tr><th>judged criterion</th><th>calls</th><th>input</th><th>output</th><th>cost</th></tr>"
+    rows = "".join(
+        f"<tr><td>{_e(name)}</td><td>{usage.calls:,}</td><td>{_count(usage.input_tokens)}</td>"
+        f"<td>{_count(usage.output_tokens)}</td><td>{format_usd(usd)}</td></tr>"
+        for name, (usage, usd) in costs.items()
+    )
+    return f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>'
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _case_cost_chart(report: RunReport) -> str:
+    """Each case run's agent and judge dollars as a column linked to it (empty when a cost is unknown: a chart
+    of part of the costs would mislead)."""
+    prices = _report_prices(report)
+    parts = [(case, *case_cost_parts(case, prices)) for case in report.cases]
+    if any(agent is None or judges is None for _, agent, judges in parts):
+        return ""
+    costs = [
+        CaseCost(f"{case.eval_set_id} / {case.eval_id} #{case.run_index}", case_anchor(case), agent, judges)
+        for case, agent, judges in parts
+        if agent is not None and judges is not None
+    ]
+    chart = cost_chart(costs)
+    intro = "<p>Cost per case run (agent below, judges above; a column links to its case run):</p>"
+    return intro + chart if chart else ""
 
 
 def _cost_row(who: str, model: str, usage: ModelUsage, usd: float | None) -> str:
@@ -165,8 +212,7 @@ def _cost_row(who: str, model: str, usage: ModelUsage, usd: float | None) -> str
 
 def _costliest(report: RunReport, count: int = 5) -> str:
     """The `count` case runs that cost the most (their agent and judge tokens priced as the run's), as links."""
-    pricing = (report.config.get("pricing") or {}) if isinstance(report.config, Mapping) else {}
-    prices = {name: ModelPrice.model_validate(price) for name, price in pricing.items()}
+    prices = _report_prices(report)
     priced = [(case_cost(case, prices), case) for case in report.cases]
     known = sorted(((usd, case) for usd, case in priced if usd), key=lambda pair: -pair[0])[:count]
     if not known:

@@ -45,8 +45,10 @@ __all__ = [
     "build_report",
     "cache_sources",
     "case_cost",
+    "case_cost_parts",
     "case_results",
     "case_status",
+    "metric_judge_costs",
     "repeated_run_stats",
     "summarize",
 ]
@@ -123,6 +125,40 @@ def summarize(cases: Sequence[CaseResult]) -> RunSummary:
         agent_tokens=merged_usage(*(_agent_tokens(case) for case in cases)),
         judge_tokens=merged_usage(*(_judge_tokens(result) for case in cases for result in case.metrics)),
     )
+
+
+def case_cost_parts(
+    case: CaseResult, pricing: Mapping[str, ModelPrice] | None = None
+) -> tuple[float | None, float | None]:
+    """(agent, judges) dollars of one case run, priced as `case_cost` prices them; a side without tokens costs 0,
+    a side with an unknown cost is None."""
+    agent = _agent_tokens(case)
+    judges = merged_usage(*(_judge_tokens(result) for result in case.metrics))
+    cost = run_cost(agent, judges, pricing)
+    return (cost.agent_usd if agent else 0.0), (cost.judge_usd if judges else 0.0)
+
+
+def metric_judge_costs(
+    cases: Sequence[CaseResult], pricing: Mapping[str, ModelPrice] | None = None
+) -> dict[str, tuple[ModelUsage, float | None]]:
+    """Per judged criterion, its judge calls' tokens over the run's case runs (all models together) and their
+    dollars (None: unknown); criteria that made no judge call are left out."""
+    by_metric: dict[str, dict[str, ModelUsage]] = {}
+    for case in cases:
+        for result in case.metrics:
+            tokens = _judge_tokens(result)
+            if tokens:
+                by_metric[result.metric_name] = merged_usage(by_metric.get(result.metric_name, {}), tokens)
+    return {
+        name: (_summed_models(tokens), run_cost({}, tokens, pricing).judge_usd) for name, tokens in by_metric.items()
+    }
+
+
+def _summed_models(tokens: Mapping[str, ModelUsage]) -> ModelUsage:
+    total = ModelUsage(calls=0)
+    for usage in tokens.values():
+        total = total.plus(usage)
+    return total
 
 
 def case_cost(case: CaseResult, pricing: Mapping[str, ModelPrice] | None = None) -> float | None:

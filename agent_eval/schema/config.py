@@ -47,12 +47,27 @@ class RegressionConfig(EvalBaseModel):
 
     A metric regresses when its mean drops by more than `tolerance` (absolute; a dict gives per-metric
     values) and the paired bootstrap interval at `confidence` excludes zero (`agent_eval.compare.regression`).
+    Cost per case run and p50 / p95 per-turn latency regress when they rise, relatively, by more than
+    `cost_tolerance` / `latency_tolerance` (0.25 = +25%; `agent_eval.compare.efficiency`): reported and alerted
+    always, counted in the run's regression verdict (exit code 3) only with `fail_on_cost_regression` /
+    `fail_on_latency_regression`.
     """
 
     tolerance: float | dict[str, float] = 0.05
     confidence: float = Field(default=0.95, gt=0, lt=1)
     fail_on_regression: bool = False
     alert_webhook: str | None = None
+    cost_tolerance: float = 0.25
+    latency_tolerance: float = 0.5
+    fail_on_cost_regression: bool = False
+    fail_on_latency_regression: bool = False
+
+    @field_validator("cost_tolerance", "latency_tolerance", mode="before")
+    @classmethod
+    def _a_relative_rise(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(f"must be a relative rise of 0 or more, e.g. 0.25 for +25%, got {value!r}")
+        return value
 
 
 def judge_retry_expected(name: str) -> str:
@@ -136,6 +151,16 @@ class ModelPrice(EvalBaseModel):
     output_per_mtok: float = Field(ge=0)
     cached_input_per_mtok: float | None = Field(default=None, ge=0)
     thinking_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class BudgetConfig(EvalBaseModel):
+    """agent-eval extension (`budget` in the config): the most a run may spend on its agent's and judges' model
+    calls, in US dollars (`usd`) and/or tokens (`tokens`: input, output and thinking); `--budget` and
+    `--max-tokens` (the deployments' `budget_usd` and `max_tokens`) take precedence. The rule that stops a run is
+    `agent_eval.results.budget`'s."""
+
+    usd: float | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, gt=0)
 
 
 class LimitsConfig(EvalBaseModel):

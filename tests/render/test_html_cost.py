@@ -109,3 +109,32 @@ def test_history_gives_each_runs_cost_and_tokens_and_a_cost_column(tmp_path: Pat
     assert row["cost_usd"] == (111_000 * 1.0 + 55_500 * 2.0 + 6_000 * 0.5 + 300 * 1.0) / 1e6
     table = format_history(frame).splitlines()
     assert "COST" in table[0] and "$0.2253" in table[1]
+
+
+def test_the_cost_section_gives_the_judges_per_criterion_and_a_column_per_case_run_linked_to_it() -> None:
+    page = render_html(costed_report())
+    section = re.search(r'<section class="card cost">(.*?)</section>', page, re.S)
+    assert section is not None
+    text = section.group(1)
+    # the one judged criterion: 3 calls, 6,000 in x 0.5 + 300 out x 1.0 per million = $0.0033
+    assert "<td>final_response_match_v2</td><td>3</td><td>6,000</td><td>300</td><td>$0.0033</td>" in text
+    columns = re.findall(
+        r'<a href="#(case-[^"]+)"><g><title>home / (\w+) #0: agent \$([0-9.]+), judges \$([0-9.]+)', text
+    )
+    # report order; the agent's part: cheap 1,000 + 1,000 = 0.0020, dear 0.2000, middle 0.0200; each judge 0.0011
+    assert [(name, agent, judges) for _, name, agent, judges in columns] == [
+        ("cheap", "0.0020", "0.0011"),
+        ("dear", "0.2000", "0.0011"),
+        ("middle", "0.0200", "0.0011"),
+    ]
+    heights = [float(h) for h in re.findall(r'height="([0-9.]+)" fill="#2563eb"', text)]
+    assert heights[1] == round(170 * 0.2 / 0.2011, 1)  # the dearest column (agent + judges) fills the 170 px plot
+    for anchor, *_ in columns:
+        assert f'id="{anchor}"' in page
+
+
+def test_no_cost_chart_when_a_case_runs_cost_is_unknown() -> None:
+    report = costed_report()
+    unpriced = report.model_copy(update={"config": {**report.config, "pricing": {}}})  # house-* are in no table
+    assert "Cost per case run" not in render_html(unpriced)
+    assert "Cost per case run" in render_html(report)
