@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agent_eval.api import aevaluate as aevaluate
     from agent_eval.api import arerun as arerun
     from agent_eval.api import arescore as arescore
+    from agent_eval.api import estimate as estimate
     from agent_eval.api import evaluate as evaluate
     from agent_eval.api import rerun as rerun
     from agent_eval.api import rescore as rescore
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from agent_eval.render import write_html as write_html
     from agent_eval.render import write_junit as write_junit
     from agent_eval.render import write_outputs as write_outputs
+    from agent_eval.results.estimate import CostEstimate as CostEstimate
     from agent_eval.results.model import CaseResult as CaseResult
     from agent_eval.results.model import MetricResult as MetricResult
     from agent_eval.results.model import RunReport as RunReport

@@ -11,11 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent_eval.errors import EvalInputError
 from agent_eval.io import InputFormat
 from agent_eval.io.files import check_paths_exist
 from agent_eval.io.recorded import RECORDED_FORMATS, RecordedFormat, RecordedSource, detect_recorded_format
+from agent_eval.plan.budget import check_budget
 from agent_eval.plan.eval_plan import EvalPlan, EvalRequest, HandOver, prepare
 from agent_eval.plan.stored import RerunRequest, RescoreRequest, plan_rerun, plan_rescore
+from agent_eval.results.estimate import CostEstimate
 from agent_eval.results.model import RunReport
 from agent_eval.runtime.server import flow_server
 from agent_eval.schema import EvalConfig
@@ -23,7 +26,7 @@ from agent_eval.settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_TURN_TIMEOUT_SE
 from agent_eval.store import check_store, default_db_url, shown_url
 from agent_eval.store.queries import RunNotFoundError, resolve_run_id
 
-__all__ = ["aevaluate", "arerun", "arescore", "evaluate", "rerun", "rescore", "run_sync"]
+__all__ = ["aevaluate", "arerun", "arescore", "estimate", "evaluate", "rerun", "rescore", "run_sync"]
 
 T = TypeVar("T")
 
@@ -46,6 +49,8 @@ def evaluate(
     concurrency_limits: Sequence[str] = (),
     dask_address: str | None = None,
     recorded: RecordedSource | None = None,
+    budget_usd: float | None = None,
+    max_tokens: int | None = None,
 ) -> RunReport:
     """Evaluate an agent on eval files through the `agent-eval` flow and persist the run.
 
@@ -79,6 +84,10 @@ def evaluate(
             `agent_eval.tasks.dask`); default `$AGENT_EVAL_DASK_ADDRESS`, unset: in this process.
         recorded: recorded traffic to score, with its filters (`RecordedSource`: a session database, time
             range, sample...); `dataset_or_paths` then names eval files that give references by case id.
+        budget_usd: the most the run may spend on agent and judge calls, in US dollars (default: the config's
+            `budget`): once reached no new call starts, the calls in flight finish, and the run ends `stopped`
+            with the case runs it did not start not evaluated (`agent_eval.results.budget`).
+        max_tokens: the same cap in tokens (input, output and thinking).
 
     Returns:
         The run report (also persisted in the store).
@@ -90,6 +99,33 @@ def evaluate(
     """
     request = _with_stored_baseline(_eval_request(**_arguments(locals())))
     return run_sync(_evaluate_plan(request, _checked_plan(request)))
+
+
+def estimate(
+    dataset_or_paths: Any,
+    agent: str | None = None,
+    config: str | Path | EvalConfig | dict[str, Any] | None = None,
+    *,
+    format: InputFormat = "auto",
+    num_runs: int = 1,
+    db_url: str | None = None,
+) -> CostEstimate:
+    """What `evaluate` with these arguments would cost, projected from the store's last comparable run: tokens
+    and dollars of the agent and the judges, with a range (`agent_eval.results.estimate` has the rules).
+
+    Calls no agent and no judge and starts no Prefect server: it loads and checks the inputs as `evaluate` does,
+    then reads the store. With no earlier run to learn from, the estimate says what it cannot know.
+
+    Raises:
+        EvalInputError: bad input, as `evaluate` raises it; recorded traffic (scoring it calls no agent).
+        InfrastructureError: the store cannot be reached.
+    """
+    from agent_eval.plan.estimate import estimate_plan
+
+    request = _eval_request(dataset_or_paths, config, (), agent=agent, format=format, num_runs=num_runs, db_url=db_url)
+    if request.recorded is not None:
+        raise EvalInputError("recorded traffic calls no agent: there is nothing to estimate", field="--estimate")
+    return estimate_plan(_checked_plan(request))
 
 
 async def aevaluate(
@@ -110,6 +146,8 @@ async def aevaluate(
     concurrency_limits: Sequence[str] = (),
     dask_address: str | None = None,
     recorded: RecordedSource | None = None,
+    budget_usd: float | None = None,
+    max_tokens: int | None = None,
 ) -> RunReport:
     """`evaluate` for async code: the flow runs on the caller's event loop. Loading and checking the inputs
     (files, config, the agent's import, the store) happens first and blocks the loop briefly.
@@ -127,18 +165,19 @@ def rerun(
     refresh: bool = False,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
+    budget_usd: float | None = None,
+    max_tokens: int | None = None,
 ) -> RunReport:
     """Evaluate a stored run's cases again (all, or with `only_failed` those without a passing result: failed,
     not evaluated, or never run) with the same agent and config, through the `agent-eval-rerun` flow; the
     answers that run got (its own or those it reused) come from the cache unless `refresh`. `run_id` may be a
-    unique prefix of at least 6 characters of the run's id.
+    unique prefix of at least 6 characters of the run's id. `budget_usd` and `max_tokens` cap its spend as
+    `evaluate`'s do (a run stopped by its budget is finished this way, with a new budget).
 
     Raises:
         EvalInputError: no such run (or an ambiguous or too short prefix), or nothing to run again.
     """
-    return run_sync(
-        arerun(run_id, only_failed=only_failed, refresh=refresh, max_concurrency=max_concurrency, db_url=db_url)
-    )
+    return run_sync(arerun(**_arguments(locals())))
 
 
 async def arerun(
@@ -148,6 +187,8 @@ async def arerun(
     refresh: bool = False,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     db_url: str | None = None,
+    budget_usd: float | None = None,
+    max_tokens: int | None = None,
 ) -> RunReport:
     """`rerun` for async code (arguments, result and errors as `rerun`)."""
     request = RerunRequest(
@@ -156,8 +197,12 @@ async def arerun(
         refresh=refresh,
         max_concurrency=max_concurrency,
         db_url=db_url,
+        budget_usd=budget_usd,
+        max_tokens=max_tokens,
     )
-    plan = await plan_rerun(request).checked_agent()
+    plan = plan_rerun(request)
+    check_budget(plan)
+    plan = await plan.checked_agent()
     from agent_eval.flows import rerun_flow
 
     with flow_server(), HandOver(plan, request):
@@ -257,9 +302,12 @@ def _is_recorded(paths: list[str], format: str) -> bool:
 
 
 def _checked_plan(request: EvalRequest) -> EvalPlan:
-    """The store checked, then the inputs loaded and checked: bad input fails here, before Prefect starts."""
+    """The store checked, then the inputs loaded and checked (a budget's prices too): bad input fails here, before
+    Prefect starts."""
     check_store(request.db_url)
-    return prepare(request)
+    plan = prepare(request)
+    check_budget(plan)
+    return plan
 
 
 async def _evaluate_plan(request: EvalRequest, plan: EvalPlan) -> RunReport:

@@ -119,5 +119,7 @@ EXIT_REGRESSION = 3
 EXIT_INFRASTRUCTURE = 4
 """The store, the agent's server, the judge or the Dask scheduler could not be reached; the run (if any) is
 stored `errored`."""
+EXIT_BUDGET = 5
+"""The run's budget was reached: it is stored `stopped`, the case runs it did not start not evaluated."""
 EXIT_INTERRUPTED = 130
 """Stopped by SIGINT or SIGTERM; the run is stored `cancelled`."""

@@ -45,6 +45,7 @@ from agent_eval.cli.recorded import import_sessions_command, recorded_source
 from agent_eval.cli.server import keep_warm, server_command
 from agent_eval.errors import (
     EXIT_BAD_INPUT,
+    EXIT_BUDGET,
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
     EXIT_OK,
@@ -86,9 +87,12 @@ def _check_output_dir(folder: str) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """`agent-eval run`: evaluate, print the summary, write the outputs, exit 1 when a case failed."""
+    """`agent-eval run`: evaluate, print the summary, write the outputs, exit 1 when a case failed; with
+    `--estimate`, print what the run would cost and run nothing."""
     from agent_eval.api import evaluate
 
+    if args.estimate:
+        return _estimate_command(args)
     recorded = recorded_source(args, args.paths)
     report = evaluate(
         args.reference if recorded is not None else args.paths,
@@ -107,15 +111,38 @@ def run_command(args: argparse.Namespace) -> int:
         shards=args.shards,
         concurrency_limits=args.concurrency_limit,
         dask_address=args.dask,
+        budget_usd=args.budget,
+        max_tokens=args.max_tokens,
     )
     return _finish(report, args)
+
+
+def _estimate_command(args: argparse.Namespace) -> int:
+    """`agent-eval run ... --estimate`: the projected tokens and cost, from the store's last comparable run."""
+    from agent_eval.api import estimate
+    from agent_eval.render.estimate import estimate_lines
+
+    if recorded_source(args, args.paths) is not None:
+        raise EvalInputError("recorded traffic calls no agent: there is nothing to estimate", field="--estimate")
+    found = estimate(
+        args.paths, agent=args.agent, config=args.config, format=args.format, num_runs=args.num_runs, db_url=args.db_url
+    )
+    print("\n".join(estimate_lines(found)))
+    return EXIT_OK
 
 
 def rerun_command(args: argparse.Namespace) -> int:
     """`agent-eval rerun`: a stored run's cases again; prints and exits like `run`."""
     from agent_eval.api import rerun
 
-    report = rerun(args.run_id, only_failed=args.only_failed, refresh=args.refresh, db_url=args.db_url)
+    report = rerun(
+        args.run_id,
+        only_failed=args.only_failed,
+        refresh=args.refresh,
+        db_url=args.db_url,
+        budget_usd=args.budget,
+        max_tokens=args.max_tokens,
+    )
     return _finish(report, args)
 
 
@@ -151,7 +178,8 @@ def _write_report_files(report: RunReport, args: argparse.Namespace) -> None:
 
 def _finish(report: RunReport, args: argparse.Namespace) -> int:
     """Print the summary (and the comparison with the baseline), write the asked outputs, and exit: 4 for an
-    outage, 3 on a regression, 1 when a case failed or a criterion scored nothing, 0 otherwise."""
+    outage, 5 for a run its budget stopped, 3 on a regression, 1 when a case failed or a criterion scored nothing,
+    0 otherwise."""
     from agent_eval.render import format_summary, write_outputs
 
     report = with_judge_agreement(report, args.db_url)  # as `show` and `report` give it
@@ -183,6 +211,9 @@ def _exit_code(report: RunReport) -> int:
     if report.errored:
         print(f"agent-eval: error: {report.error}", file=sys.stderr)
         return EXIT_INFRASTRUCTURE
+    if report.stopped:
+        print(f"agent-eval: stopped: {report.error}", file=sys.stderr)
+        return EXIT_BUDGET
     if report.regressed:
         return EXIT_REGRESSION
     unscored = unscored_criteria_lines(report)
@@ -327,7 +358,7 @@ def _command(argv: Sequence[str] | None) -> int:
         return _error_line(error.one_line(), EXIT_BAD_INPUT)
     if args.command in WARM_COMMANDS and (code := _in_warm_process(argv, verbose)) is not None:
         return code
-    if args.command in EVALUATING_COMMANDS:
+    if _evaluates(args):
         from agent_eval.cli.shutdown import install_signal_handlers
 
         install_signal_handlers()
@@ -391,12 +422,17 @@ def _checked_command(args: argparse.Namespace, verbose: bool) -> int:
 
     with one_store_check():
         _open_store(args.db_url)
-        if args.command in EVALUATING_COMMANDS:
+        if _evaluates(args):
             _start_prefect_server()
         code = _run_command(args)
-    if args.command in EVALUATING_COMMANDS and not verbose:
+    if _evaluates(args) and not verbose:
         keep_warm()
     return code
+
+
+def _evaluates(args: argparse.Namespace) -> bool:
+    """Whether the command runs a flow (`--estimate` runs none: it reads the store only)."""
+    return args.command in EVALUATING_COMMANDS and not getattr(args, "estimate", False)
 
 
 def _run_command(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from agent_eval.agents.references import AGENT_REFERENCE_FORMS
 from agent_eval.cli.judges import add_judges_parsers
 from agent_eval.cli.recorded import RECORDED_FORMAT_CHOICES, add_import_sessions_parser, add_recorded_arguments
 from agent_eval.cli.server import add_server_parser
-from agent_eval.cli.values import age_hours, positive
+from agent_eval.cli.values import age_hours, positive, positive_float
 from agent_eval.render.formats import output_dir_help
 from agent_eval.settings import (
     DASK_ADDRESS_ENV,
@@ -101,11 +101,34 @@ def _add_run_execution(run: argparse.ArgumentParser) -> None:
         "default 24h when given without a value). Without it every evaluation invokes the agent.",
     )
     run.add_argument("--refresh-cache", action="store_true", help="invoke the agent even when cached")
+    _add_budget_arguments(run)
+    run.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print what the run would cost (tokens and dollars, from the last comparable run) and run nothing",
+    )
     run.add_argument(
         "--turn-timeout",
         type=float,
         default=DEFAULT_TURN_TIMEOUT_SECONDS,
         help=f"seconds one agent turn may take before it is interrupted (default {DEFAULT_TURN_TIMEOUT_SECONDS:g})",
+    )
+
+
+def _add_budget_arguments(command: argparse.ArgumentParser) -> None:
+    """`--budget USD` and `--max-tokens N`: the most the run may spend (default: the config's `budget`)."""
+    command.add_argument(
+        "--budget",
+        type=positive_float,
+        metavar="USD",
+        help="the most the run may spend on agent and judge calls, in US dollars; once reached no new call starts "
+        "and the run ends stopped (exit 5)",
+    )
+    command.add_argument(
+        "--max-tokens",
+        type=positive,
+        metavar="N",
+        help="the most tokens (input, output, thinking) the run may spend on agent and judge calls",
     )
 
 
@@ -152,6 +175,7 @@ def _add_stored_run_parsers(commands: Any) -> None:
     rerun.add_argument("run_id", help=_RUN_ID_HELP)
     rerun.add_argument("--only-failed", action="store_true", help="only the cases that failed or errored")
     rerun.add_argument("--refresh", action="store_true", help="invoke the agent even when cached")
+    _add_budget_arguments(rerun)
     rescore = commands.add_parser("rescore", help="score a stored run's invocations with a new config")
     rescore.add_argument("run_id", help=_RUN_ID_HELP)
     rescore.add_argument("--config", help="ADK test_config.json (default: the run's own config)")

@@ -8,7 +8,7 @@ import argparse
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["age_hours", "moment", "positive"]
+__all__ = ["age_hours", "moment", "positive", "positive_float"]
 
 _DURATION_UNITS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
 _AGE = re.compile(r"^\d+(?:\.\d+)?[mhd]$")
@@ -19,6 +19,17 @@ def positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A number above 0 (e.g. dollars: `0.5`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.5, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
 
 

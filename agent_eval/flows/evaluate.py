@@ -29,9 +29,14 @@ from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
 from agent_eval.metrics.judged.policy import judge_totals
 from agent_eval.metrics.response import STEMMING_METRICS, preload_stemmer
+from agent_eval.plan.budget import check_budget, spend_of
+from agent_eval.plan.estimate import estimate_plan
 from agent_eval.plan.eval_plan import EvalPlan, EvalRequest, prepared
 from agent_eval.render.console import format_summary, summary_table_rows
+from agent_eval.render.estimate import estimate_lines
 from agent_eval.results.aggregate import build_report, case_results
+from agent_eval.results.budget import Spend, active_spend, spending
+from agent_eval.results.estimate import CostEstimate
 from agent_eval.results.model import CaseResult, MetricResult, RunReport
 from agent_eval.results.outage import outage_error
 from agent_eval.runtime.progress import current_progress
@@ -55,9 +60,21 @@ async def agent_eval_flow(request: EvalRequest) -> Any:
     the other cases are still scored and everything is persisted. The run is then compared with its
     baseline (`request.baseline_run_id`, else the latest comparable run); on a regression the flow run ends
     Completed with a message saying so, or Failed when the config's `regression.fail_on_regression` is set,
-    its data being the report either way.
+    its data being the report either way. With `request.estimate` nothing is run: it returns the projected
+    cost (`agent_eval.results.estimate.CostEstimate`), also logged and kept as the `cost-estimate` artifact.
     """
+    if request.estimate:
+        return await _estimate(prepared(request))
     return await run_plan(prepared(request), baseline_run_id=request.baseline_run_id)
+
+
+async def _estimate(plan: EvalPlan) -> CostEstimate:
+    """`request.estimate`: the projected cost in the log and as the `cost-estimate` artifact; nothing is run."""
+    estimate = estimate_plan(plan)
+    lines = estimate_lines(estimate)
+    get_run_logger().info("%s", "\n".join(lines))
+    await acreate_markdown_artifact(key="cost-estimate", markdown="\n".join(f"- {line}" for line in lines))
+    return estimate
 
 
 async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source_run_id: str | None = None) -> Any:
@@ -65,6 +82,7 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     comparison, artifacts, final state. An outage (see `agent_eval.results.outage`) is stored `errored` and
     not compared; the flow run then ends Failed with the report as its data."""
     plan = await plan.checked_agent()  # a wrong app name or a dead server: one line, nothing stored
+    check_budget(plan)  # a dollar budget with a judge model no price covers: the same
     await check_shard_deployment(plan.request)  # a missing shard deployment or global limit: the same
     if address := dask_address(plan.request.dask_address):
         await check_dask(address)  # no prefect-dask, or a Dask scheduler that does not answer: the same
@@ -79,7 +97,9 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
     plan = plan.without_outline()  # stored: a recorded input's parts bring their own cases
     async with tracked(run.id, plan.request.db_url, run.flow_run_id):
         try:
-            report = await _evaluate(plan, run, limits)
+            worker = f"parent-{run.flow_run_id or os.getpid()}"
+            with spending(spend_of(plan, run.id, worker, shared=plan.request.shards > 1)):
+                report = await _evaluate(plan, run, limits)
         except BaseException as error:
             _end_unfinished(run.id, plan.request.db_url, error)
             raise
@@ -87,6 +107,9 @@ async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source
         alert_outage(unvisited(plan), unvisited(report), _flow_run_url())
         await _publish(report)
         return Failed(message=report.error, data=report)
+    if report.stopped:  # never compared: what it did not start says nothing of the agent
+        await _publish(report)
+        return Completed(message=f"stopped: {report.error}", data=report)
     report = compare_with_baseline(unvisited(plan), unvisited(report), baseline_run_id, _flow_run_url())
     await _publish(report)
     return _final_state(plan, report)
@@ -99,12 +122,17 @@ def _preload_for_scoring(plan: EvalPlan) -> None:
         preload_stemmer()
 
 
+_EFFICIENCY_KINDS = {"cost_regressed": "cost per case run", "latency_regressed": "latency per turn"}
+
+
 def _final_state(plan: EvalPlan, report: RunReport) -> Any:
     """The report itself, or on a regression a Completed (or Failed, if asked) state that says so."""
     if not report.regressed:
         return report
-    regressed = ", ".join((report.regression or {}).get("regressed_metrics") or []) or "cases flipped to failing"
-    message = f"regression against run {(report.regression or {}).get('baseline_run_id')}: {regressed}"
+    payload = report.regression or {}
+    kinds = [name for key, name in _EFFICIENCY_KINDS.items() if payload.get(key)]
+    regressed = ", ".join([*(payload.get("regressed_metrics") or []), *kinds])
+    message = f"regression against run {payload.get('baseline_run_id')}: {regressed or 'cases flipped to failing'}"
     settings = plan.config.regression
     if settings is not None and settings.fail_on_regression:
         return Failed(message=message, data=report)
@@ -175,9 +203,18 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
     outage = outage_error([case.agent_run for case in cases])
     if outage is not None:
         report = report.model_copy(update={"status": RunStatus.ERRORED, "error": outage})
+    elif (spend := active_spend()) is not None and spend.stopped:
+        report = report.model_copy(update={"status": RunStatus.STOPPED, "error": _stopped_by(spend, cases)})
     persist_report(unvisited(report), plan.request.db_url, cases_stored=in_parts)
     current_progress().finish()
     return report
+
+
+def _stopped_by(spend: Spend, cases: Sequence[CaseResult]) -> str:
+    """E.g. `budget of $0.50 reached: $0.5012 spent, 12 case runs not started` (the calls in flight when it was
+    reached finished and count)."""
+    not_started = sum(case.agent_run.not_started for case in cases)
+    return f"{spend.stopped}: {spend.spent_text()}, {not_started} case runs not started"
 
 
 def _uncalibrated(plan: EvalPlan, run: RunCreate) -> dict[tuple[str, str], str]:
@@ -229,9 +266,20 @@ def _forget_task_results() -> None:
 async def _invoke(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> list[tuple[EvalCase, AgentRun]]:
     """Every case run of the plan (or part), each stored as it finishes: on shard flow runs when asked."""
     if plan.request.shards > 1:
-        return await invoke_sharded(plan, run.id)
+        runs = await invoke_sharded(plan, run.id)
+        _stop_if_a_shard_stopped(runs)
+        return runs
     policy = ReusePolicy.of(plan, run.id, run.flow_run_id)
     return await invoke_all(plan, policy, slot=limits.invocations)
+
+
+def _stop_if_a_shard_stopped(runs: Sequence[tuple[EvalCase, AgentRun]]) -> None:
+    """A shard that found the run's budget reached left case runs not started: the run stops here too (no judge
+    call starts), for the reason the shard gave."""
+    spend = active_spend()
+    reasons = [run.error for _, run in runs if run.not_started and run.error]
+    if spend is not None and reasons:
+        spend.stop(reasons[0].removeprefix("not started: ").split(" (")[0])
 
 
 def _new_run(plan: EvalPlan, source_run_id: str | None) -> RunCreate:

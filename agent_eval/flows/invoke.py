@@ -22,14 +22,15 @@ from prefect import get_run_logger
 from sqlalchemy.engine import Engine
 
 from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan
+from agent_eval.results.budget import active_spend
 from agent_eval.runtime.progress import CaseRunOutcome, current_progress
-from agent_eval.schema import AgentRun, CacheOrigin, EvalCase
+from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, ModelUsage
 from agent_eval.secrets import redact_text
 from agent_eval.store import get_engine, record_case_run
 from agent_eval.tasks import invoke_case_run
 from agent_eval.tasks.dask import BATCH_SIZE, DaskInvoker, dask_address, dask_invoker
 
-__all__ = ["ReusePolicy", "case_run_outcome", "current_flow_run_id", "invoke_all"]
+__all__ = ["ReusePolicy", "case_run_outcome", "current_flow_run_id", "invoke_all", "not_started_run"]
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ async def _invoke_in_batches(
 
     async def batch(keys: list[CaseRunKey]) -> list[tuple[EvalCase, AgentRun]]:
         async with places, take_slot():  # held until stored: a killed worker loses only the case runs in flight
-            runs = await _fresh_runs(invoke, keys, policy, refresh=refresh)
+            runs = await _within_budget(keys, lambda started: _fresh_runs(invoke, started, policy, refresh=refresh))
             await asyncio.to_thread(_record_all, policy.run_id, runs, engine)
         for key, run in zip(keys, runs, strict=True):
             _report(key, run)
@@ -140,6 +141,45 @@ async def _invoke_in_batches(
 
     batches = [work[start : start + size] for start in range(0, len(work), size)]
     return [pair for done in await asyncio.gather(*(batch(keys) for keys in batches)) for pair in done]
+
+
+async def _within_budget(
+    keys: list[CaseRunKey], invoke: Callable[[list[CaseRunKey]], Awaitable[list[AgentRun]]]
+) -> list[AgentRun]:
+    """The runs of `keys`: those the run's budget (`agent_eval.results.budget`) lets start are invoked and their
+    spend counted; the others are not started (`not_started_run`). Without a budget, all are invoked."""
+    spend = active_spend()
+    if spend is None:
+        return await invoke(keys)
+    refusals = [await asyncio.to_thread(spend.start, "agent") for _ in keys]
+    started = [key for key, refusal in zip(keys, refusals, strict=True) if refusal is None]
+    invoked = iter(await invoke(started) if started else [])
+    runs = [
+        next(invoked) if refusal is None else not_started_run(key, refusal)
+        for key, refusal in zip(keys, refusals, strict=True)
+    ]
+    for run in runs:
+        if not run.not_started:
+            await asyncio.to_thread(spend.finish, "agent", _spent(run))
+    return runs
+
+
+def _spent(run: AgentRun) -> dict[str, ModelUsage]:
+    """What a case run's model calls spent now (an answer reused from another run: nothing)."""
+    usage = run.token_usage
+    return usage.spent if usage is not None and run.cached_from is None else {}
+
+
+def not_started_run(key: CaseRunKey, reason: str) -> AgentRun:
+    """The record of a case run the budget did not let start: not evaluated, with why."""
+    return AgentRun(
+        eval_set_id=key.eval_set_id,
+        eval_id=key.case.eval_id,
+        run_index=key.run_index,
+        error=f"not started: {reason}",
+        error_kind="budget",
+        attempts=0,
+    )
 
 
 async def _fresh_runs(
@@ -190,7 +230,9 @@ def _flow_run_attempt() -> int:
 
 def case_run_outcome(run: AgentRun) -> CaseRunOutcome:
     """How a case run counts in the progress line: the agent `failed`, its answer was `cached` from another
-    run, or it was `invoked`."""
+    run, it was `invoked`, or the budget left it `not started`."""
+    if run.not_started:
+        return "not started"
     return "failed" if run.failed else "cached" if run.cached_from else "invoked"
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -45,7 +46,9 @@ from prefect.states import Cancelling, Crashed
 
 from agent_eval.errors import EvalInputError
 from agent_eval.flows.invoke import ReusePolicy, case_run_outcome, current_flow_run_id, invoke_all
+from agent_eval.plan.budget import spend_of
 from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan, EvalRequest, prepare
+from agent_eval.results.budget import spending
 from agent_eval.runtime.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase
 from agent_eval.settings import settings
@@ -86,7 +89,9 @@ async def shard_flow(request: EvalRequest, run_id: str, shard: int, shards: int)
     done = _stored_identities(run_id, request.db_url)
     keys = [key for key in plan.shard(shard, shards) if _identity(key) not in done]
     policy = ReusePolicy.of(plan, run_id, current_flow_run_id())
-    await invoke_all(plan, policy, keys, await held_limits(plan.limit_names("invocations")))
+    worker = f"shard-{current_flow_run_id() or os.getpid()}"
+    with spending(spend_of(plan, run_id, worker, shared=True)):  # the run's budget: one for all its shards
+        await invoke_all(plan, policy, keys, await held_limits(plan.limit_names("invocations")))
     return len(keys)
 
 

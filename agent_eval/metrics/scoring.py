@@ -119,8 +119,9 @@ async def score_case_run(spec: MetricSpec, eval_metric: EvalMetric, case: EvalCa
         run_index=run.run_index,
         threshold=eval_metric.effective_threshold,
     )
-    if run.failed:
-        return record.model_copy(update={"explanation": f"not scored: the agent failed ({run.error})"})
+    if run.failed or run.not_started:  # a case run the budget did not start says why itself
+        why = f"the agent failed ({run.error})" if run.failed else run.error
+        return record.model_copy(update={"explanation": f"not scored: {why}"})
     if spec.requires_expected and case.conversation is None:
         reason = NO_REFERENCE_FOR_RECORDED if case.recorded is not None else NO_EXPECTED_INVOCATIONS
         return record.model_copy(update={"explanation": f"{NOT_APPLICABLE}: {reason}"})

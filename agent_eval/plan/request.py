@@ -99,6 +99,23 @@ class EvalRequest(BaseModel):
         default=None,
         description="Score recorded traffic (OpenTelemetry traces, ADK sessions) as it is, with no agent call.",
     )
+    budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="The most the run may spend on agent and judge calls, in US dollars (default: the config's "
+        "`budget`); once reached no new call starts and the run ends `stopped`.",
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="The most tokens (input, output, thinking) the run may spend on agent and judge calls "
+        "(default: the config's `budget`); once reached no new call starts and the run ends `stopped`.",
+    )
+    estimate: bool = Field(
+        default=False,
+        description="Run nothing: project the run's tokens and cost from the last comparable run, shown in the "
+        "flow run's log and as its `cost-estimate` artifact.",
+    )
 
     @model_validator(mode="after")
     def _some_input(self) -> EvalRequest:

@@ -43,6 +43,12 @@ class RerunRequest(BaseModel):
     refresh: bool = Field(default=False, description="Invoke the agent even where a cached invocation exists.")
     max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=256)
     db_url: UrlParameter = Field(default=None, description="Store URL. Default: $AGENT_EVAL_DB_URL or SQLite.")
+    budget_usd: float | None = Field(
+        default=None, gt=0, description="The rerun's budget in US dollars (default: the stored config's `budget`)."
+    )
+    max_tokens: int | None = Field(
+        default=None, gt=0, description="The rerun's budget in tokens (default: the stored config's `budget`)."
+    )
 
 
 class RescoreRequest(BaseModel):
@@ -120,6 +126,8 @@ def plan_rerun(request: RerunRequest) -> EvalPlan:
         "max_concurrency": request.max_concurrency,
         "tags": ["rerun"],
         "reuse_from_runs": _answer_sources(request.run_id, records),
+        "budget_usd": request.budget_usd,
+        "max_tokens": request.max_tokens,
     }
     eval_request = eval_request.model_copy(update=update)
     if not eval_sets:

@@ -59,6 +59,9 @@ def format_summary(report: RunReport) -> str:
         + (f"  Not evaluated: {s.not_evaluated}" if s.not_evaluated else "")
         + f"  Pass rate: {s.pass_rate:.1%}",
     ]
+    if report.stopped:
+        rerun = f"`agent-eval rerun {report.run_id[:12]} --only-failed` with a larger --budget or --max-tokens"
+        lines.append(f"Stopped: {report.error} ({rerun} finishes it)")
     lines.extend(f"Input: {note}" for note in report.notes)
     lines.extend(_repeated_run_lines(report))
     if s.agent_failures:
@@ -68,7 +71,7 @@ def format_summary(report: RunReport) -> str:
     if s.judge.get("calls") or s.judge.get("cache_hits"):
         lines.append(judge_line(s.judge))
     lines.extend(token_lines(s.agent_tokens, s.judge_tokens))
-    lines.extend(cost_lines(s.cost, s.total))
+    lines.extend(cost_lines(s.cost, sum(not case.agent_run.not_started for case in report.cases)))
     modes = describe_judge_modes(report)
     if modes:
         lines.append(f"Judge mode: {modes}")
@@ -90,7 +93,8 @@ def format_summary(report: RunReport) -> str:
 
 def cost_lines(cost: RunCost | None, case_runs: int) -> list[str]:
     """`Cost: $0.0123 (agent $0.0045, judges $0.0078), $0.00037 per case run; prices: genai-prices 0.2.5`, then the
-    models no price covers; unknown costs say so, never $0."""
+    models no price covers; unknown costs say so, never $0. `case_runs`: those that started (a run its budget
+    stopped did not start them all)."""
     if cost is None:
         return []
     total = cost.total_usd
@@ -101,9 +105,14 @@ def cost_lines(cost: RunCost | None, case_runs: int) -> list[str]:
     ]
     per_case = f", {format_usd(total / case_runs)} per case run" if total is not None and case_runs else ""
     lines = [f"Cost: {format_usd(total)} ({', '.join(parts)}){per_case}; prices: {cost.table}"]
-    if cost.unpriced:
-        lines.append(f"Cost unknown for {', '.join(cost.unpriced)}: no price known; add it to the config's `pricing`")
-    return lines
+    return lines + unpriced_lines(cost.unpriced)
+
+
+def unpriced_lines(models: Sequence[str]) -> list[str]:
+    """The line that names the models no price covers (none when every model is priced)."""
+    if not models:
+        return []
+    return [f"Cost unknown for {', '.join(models)}: no price known; add it to the config's `pricing`"]
 
 
 def format_usd(value: float | None) -> str:
@@ -258,7 +267,8 @@ def _case_lines(case: CaseResult, num_runs: int) -> list[str]:
     origin = f"  (recorded at {_listing(case.recorded_from)})" if case.recorded_from else ""
     lines = [f"  {label} {case.eval_set_id}/{case.eval_id}{run}{origin}"]
     if case.agent_run.error:
-        lines.append(f"      agent error: {_clip(case.agent_run.error)}")
+        what = "" if case.agent_run.not_started else "agent error: "  # its error says "not started: ..."
+        lines.append(f"      {what}{_clip(case.agent_run.error)}")
         return lines + [f"      {_metric_line(m)}" for m in case.metrics if m.gates]
     lines.extend(f"      {_metric_line(m)}" for m in case.metrics if m.gates or m.unscored)
     if not case.metrics:

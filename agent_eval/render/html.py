@@ -301,7 +301,7 @@ def _case_summary(case: CaseResult, num_runs: int) -> str:
     run = f" · run {case.run_index + 1}/{num_runs}" if num_runs > 1 else ""
     chips = "".join(f'<span class="chip">{_e(m.metric_name)}</span>' for m in case.metrics if m.gates)
     if case.agent_run.error:
-        chips = '<span class="chip">agent error</span>' + chips
+        chips = f'<span class="chip">{_error_title(case)}</span>' + chips
     chips += unscored_chips(case) + cached_badge(case)
     meta = f"{case.agent_run.latency_seconds:.2f} s"
     if case.agent_run.attempts > 1:
@@ -315,13 +315,18 @@ def _case_summary(case: CaseResult, num_runs: int) -> str:
     )
 
 
+def _error_title(case: CaseResult) -> str:
+    """`agent error`, or `not started` for a case run the run's budget did not start."""
+    return "not started" if case.agent_run.not_started else "agent error"
+
+
 def _case(case: CaseResult, report: RunReport) -> str:
     """The case run's block; its classes (status, `flaky`) are what the case filter selects on."""
     opened = " open" if case.status in (EvalStatus.FAILED, EvalStatus.NOT_EVALUATED) else ""
     kinds = _STATUS_CLASS[EvalStatus(case.status)] + (" flaky" if is_flaky(case, report) else "")
     error = unscored_block(case)
     if case.agent_run.error:
-        error = f'<div class="error"><b>agent error</b><pre>{_e(case.agent_run.error)}</pre></div>'
+        error = f'<div class="error"><b>{_error_title(case)}</b><pre>{_e(case.agent_run.error)}</pre></div>'
     anchor = f'<a class="anchor" id="case-{_e(case_anchor(case))}"></a>'  # the costliest case runs link here
     return (
         f'{anchor}<details class="case {kinds}"{opened}>{_case_summary(case, report.num_runs)}'

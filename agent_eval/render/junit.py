@@ -87,6 +87,8 @@ def _criterion_text(result: MetricResult) -> str:
 
 def _outcome(case: CaseResult) -> ET.Element | None:
     """The `<error>`, `<failure>` or `<skipped>` element of a case run that did not pass, else None."""
+    if case.agent_run.not_started:
+        return ET.Element("skipped", message=_clean(case.agent_run.error or "not started"))
     if case.agent_run.error:
         element = ET.Element("error", message=_clean(_first_line(case.agent_run.error)), type="AgentError")
         element.text = _clean(case.agent_run.error)

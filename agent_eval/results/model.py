@@ -241,7 +241,7 @@ class RunReport(BaseModel):
     status: str = Field(
         default="completed",
         description="How the run ended (`agent_eval.store.RunStatus`): `errored` when too many case runs could "
-        "not reach the agent (an outage: not compared, never a baseline).",
+        "not reach the agent (an outage: not compared, never a baseline); `stopped` when its budget was reached.",
     )
     error: str | None = Field(default=None, description="Why the run errored: the count and the first cause.")
     notes: list[str] = Field(
@@ -289,6 +289,11 @@ class RunReport(BaseModel):
     def errored(self) -> bool:
         """Whether the run is an outage rather than a result (see `agent_eval.results.outage`)."""
         return self.status == "errored"
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the run's budget stopped it (`error` says why): what it did not start is not evaluated."""
+        return self.status == "stopped"
 
     @property
     def regressed(self) -> bool:

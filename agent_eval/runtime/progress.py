@@ -39,7 +39,7 @@ __all__ = [
     "uninstall_progress",
 ]
 
-CaseRunOutcome = Literal["invoked", "cached", "failed"]
+CaseRunOutcome = Literal["invoked", "cached", "failed", "not started"]
 INTERVAL_ENV = "AGENT_EVAL_PROGRESS_INTERVAL"
 _JOIN_SECONDS = 1.0
 _PREFIX = "agent-eval: "
@@ -87,10 +87,12 @@ class _Snapshot(NamedTuple):
     scored: int
     elapsed: float
     eta: float | None
+    not_started: int = 0
+    """Case runs the run's budget never started."""
 
     @property
     def done(self) -> int:
-        return self.invoked + self.cached + self.failed
+        return self.invoked + self.cached + self.failed + self.not_started
 
 
 class Progress:
@@ -120,7 +122,7 @@ class Progress:
         self._clock, self._judge_stats = clock, judge_stats
         self._lock = threading.Lock()  # guards the counts; never held while writing
         self._case_runs = self._criteria = 0
-        self._outcomes: dict[str, int] = {"invoked": 0, "cached": 0, "failed": 0}
+        self._outcomes: dict[str, int] = {"invoked": 0, "cached": 0, "failed": 0, "not started": 0}
         self._scored: set[str] = set()
         self._started_at = 0.0
         self._case_runs_done_at: float | None = None
@@ -206,7 +208,15 @@ class Progress:
             scored = min(scored, self._criteria) if self._criteria else scored
             invoked, cached, failed = (self._outcomes[outcome] for outcome in ("invoked", "cached", "failed"))
             return _Snapshot(
-                self._case_runs, self._criteria, invoked, cached, failed, scored, now - self._started_at, eta
+                self._case_runs,
+                self._criteria,
+                invoked,
+                cached,
+                failed,
+                scored,
+                now - self._started_at,
+                eta,
+                self._outcomes["not started"],
             )
 
     def status_line(self) -> str:
@@ -305,7 +315,8 @@ def _rich_bar(stream: TextIO, totals: tuple[int, int], rows: Callable[[], list[t
 
 
 def _outcomes_text(snap: _Snapshot) -> str:
-    return f"{snap.invoked} invoked, {snap.cached} cached, {snap.failed} failed"
+    text = f"{snap.invoked} invoked, {snap.cached} cached, {snap.failed} failed"
+    return text + (f", {snap.not_started} not started (budget)" if snap.not_started else "")
 
 
 def _times_text(snap: _Snapshot) -> str:

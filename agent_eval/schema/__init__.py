@@ -19,6 +19,7 @@ from agent_eval.schema.base import EvalBaseModel, content_hash
 from agent_eval.schema.config import (
     DEFAULT_CRITERIA,
     JUDGE_RETRY_LIMITS,
+    BudgetConfig,
     CodeConfig,
     CustomMetricConfig,
     EvalConfig,
@@ -82,6 +83,7 @@ __all__ = [
     "UNKNOWN_MODEL",
     "AgentRun",
     "BaseCriterion",
+    "BudgetConfig",
     "CacheOrigin",
     "CodeConfig",
     "ConversationScenario",

@@ -209,6 +209,7 @@ class EvalConfig(EvalBaseModel):
     judge: JudgeConfig | None = None
     limits: LimitsConfig | None = None
     pricing: dict[str, ModelPrice] | None = None
+    budget: BudgetConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -239,9 +240,12 @@ class EvalConfig(EvalBaseModel):
         return content_hash(self)
 
     def scoring_fingerprint(self) -> str:
-        """A stable hash of what the config measures: all but the `regression`, `judge`, `limits` and `pricing`
-        sections (see `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
+        """A stable hash of what the config measures: all but the `regression`, `judge`, `limits`, `pricing` and
+        `budget` sections (see `scoring_fingerprint`). Two runs with the same scoring fingerprint measured alike."""
         return scoring_fingerprint(self.model_dump(mode="json", exclude_none=True))
+
+
+_NOT_MEASURED = ("regression", "judge", "limits", "pricing", "budget")
 
 
 def scoring_fingerprint(config: dict[str, Any]) -> str:
@@ -249,14 +253,15 @@ def scoring_fingerprint(config: dict[str, Any]) -> str:
     measures: the criteria with their thresholds and options, the custom metrics' code and the user simulator.
 
     The `regression` section (tolerance, confidence, fail_on_regression, alert webhook), the `judge` section
-    (retry settings, calibration floors), the `limits` section (global limits) and the `pricing` section (prices)
-    are left out: they say how runs are compared, paced or priced, not what a run measured. Bare thresholds count
+    (retry settings, calibration floors), the `limits` section (global limits), the `pricing` section (prices)
+    and the `budget` section are left out: they say how runs are compared, paced, priced or capped, not what a
+    run measured. Bare thresholds count
     as `{"threshold": x}`, option keys as snake_case (`matchType` is `match_type`), and a config with no
     `criteria` as ADK's default criteria, so equal configs written differently hash alike. A criterion's
     `judge_profile` and `judge_examples` are left out too: they are part of the judge's identity
     (`agent_eval.metrics.judged.identity`), which decides, and names, whether two runs' judges are alike.
     """
-    data = {key: value for key, value in config.items() if key not in ("regression", "judge", "limits", "pricing")}
+    data = {key: value for key, value in config.items() if key not in _NOT_MEASURED}
     criteria = data.get("criteria", DEFAULT_CRITERIA)
     if isinstance(criteria, dict):
         data["criteria"] = {

@@ -111,9 +111,10 @@ class TokenUsage(EvalBaseModel):
         return merged_usage(self.by_model, self.user_simulator)
 
 
-ErrorKind = Literal["agent", "transport", "timeout"]
+ErrorKind = Literal["agent", "transport", "timeout", "budget"]
 """Why a case run failed: the agent's own error (a bug, a refusal, a 400), the agent could not be reached
-(connection refused, DNS, TLS, 5xx or 429 after the retries, 401/403), or a turn ran out of time."""
+(connection refused, DNS, TLS, 5xx or 429 after the retries, 401/403), or a turn ran out of time; `budget`: it
+never started, the run's budget was reached (`agent_eval.results.budget`), which is not the agent's failure."""
 
 
 class CacheOrigin(EvalBaseModel):
@@ -147,5 +148,10 @@ class AgentRun(EvalBaseModel):
 
     @property
     def failed(self) -> bool:
-        """Whether the agent itself failed on this case run."""
-        return self.error is not None
+        """Whether the agent itself failed on this case run (a case run the budget never started did not)."""
+        return self.error is not None and self.error_kind != "budget"
+
+    @property
+    def not_started(self) -> bool:
+        """Whether the case run never started: the run's budget was reached first (`error` says so)."""
+        return self.error_kind == "budget"

@@ -42,12 +42,14 @@ class RunStatus:
     `completed`: every case run was invoked and scored. `errored`: it finished, but too many case runs could
     not reach the agent (an outage, not a result: never a baseline, never compared). `cancelled`: stopped by
     a signal or from the UI. `crashed`: the process died or the flow failed (also set on runs left `running`
-    whose heartbeat stopped).
+    whose heartbeat stopped). `stopped`: its budget was reached (`agent_eval.results.budget`): the case runs it
+    did not start are not evaluated; never a baseline, never compared; `rerun` finishes it.
     """
 
     RUNNING = "running"
     COMPLETED = "completed"
     ERRORED = "errored"
+    STOPPED = "stopped"
     CANCELLED = "cancelled"
     CRASHED = "crashed"
 
@@ -307,3 +309,16 @@ class JudgeProfileRecord(SQLModel, table=True):
     created_at: datetime = Field(sa_type=DateTime(timezone=True))
     kept: bool = False
     evaluation: dict[str, Any] = _json(dict)
+
+
+class RunSpendRecord(SQLModel, table=True):
+    """What one process (`worker`: the flow run, or the process id) of a run with a budget has spent: its
+    `agent_eval.results.budget.SpendTotals` as JSON, rewritten after each call, read by the run's other processes
+    so that one budget holds across shards."""
+
+    __tablename__ = "run_spend"
+
+    run_id: str = Field(foreign_key="runs.id", primary_key=True, max_length=64)
+    worker: str = Field(primary_key=True, max_length=64)
+    totals: dict[str, Any] = _json(dict)
+    updated_at: datetime = Field(sa_type=DateTime(timezone=True))

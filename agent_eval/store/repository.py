@@ -306,10 +306,12 @@ def _case_values(run_id: str, run: AgentRun, status: EvalStatus) -> dict[str, An
 
 
 def _completion(report: RunReport) -> dict[str, Any]:
-    """The columns a finished run sets: `completed`, or `errored` (with its cause) for an outage."""
+    """The columns a finished run sets: `completed`, `errored` (with its cause) for an outage, or `stopped` (with
+    why) by its budget."""
     summary = report.summary
+    ended = {RunStatus.ERRORED, RunStatus.STOPPED}
     return {
-        "status": RunStatus.ERRORED if report.errored else RunStatus.COMPLETED,
+        "status": report.status if report.status in ended else RunStatus.COMPLETED,
         "error": report.error,
         "completed_at": report.completed_at,
         "updated_at": report.completed_at,

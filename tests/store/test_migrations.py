@@ -49,7 +49,7 @@ def test_a_first_release_store_is_upgraded_in_place(store_url: str) -> None:
 
     engine = get_engine(store_url)
 
-    assert _revision(engine) == head_revision() == "0009"
+    assert _revision(engine) == head_revision() == "0010"
     assert set(inspect(engine).get_table_names()) >= NEW_TABLES
     assert {"deployment_name", "git_commit", "updated_at", "tags"} <= _columns(engine, "runs")
     assert "final_session_state" in _columns(engine, "case_results")
@@ -69,7 +69,7 @@ def test_a_first_release_store_is_upgraded_in_place(store_url: str) -> None:
 def test_a_new_store_is_exactly_the_models(store_url: str) -> None:
     engine = get_engine(store_url)
 
-    assert _revision(engine) == "0009"
+    assert _revision(engine) == "0010"
     assert _differences(engine) == []
 
 
@@ -77,7 +77,7 @@ def test_upgrading_is_idempotent_and_downgrading_keeps_the_first_release_data(st
     engine = get_engine(store_url)
     save_report(make_report("r1", [eval_set()], {"m": {"a": 1.0, "b": 0.0}}), engine, eval_sets=[eval_set()])
     upgrade(engine)
-    assert _revision(engine) == "0009"
+    assert _revision(engine) == "0010"
 
     with engine.begin() as connection:
         command.downgrade(alembic_config(connection), "0001")
@@ -106,4 +106,5 @@ def test_the_migrations_ship_inside_the_package() -> None:
         "0007",
         "0008",
         "0009",
+        "0010",
     ]

@@ -11,7 +11,7 @@ from agent_eval.store.migrate import head_revision, is_current, newest_packaged_
 
 
 def test_revision_file_names_give_alembic_head() -> None:
-    assert newest_packaged_revision() == head_revision() == "0009"
+    assert newest_packaged_revision() == head_revision() == "0010"
 
 
 def test_a_new_database_is_not_current_until_migrated(tmp_path: Path) -> None:
