@@ -13,8 +13,9 @@ References (see `resolve_http_agent`):
   `POST url` with `{"prompt": str, "session_id": str, "user_id": str, "state": dict}` (the session id is the
   same for every turn of a case run; `state` is the session state so far). The answer is JSON:
   `{"response": str, "trajectory" | "predicted_trajectory": [{"tool_name": str, "tool_input": dict}],
-  "state": dict?}` (also accepted: a bare string, or `{"response", "tool_calls": [{name, args, id?,
-  response?}]}`); a returned `state` replaces the session state, so a stateless server can carry it over.
+  "state": dict?, "usage": dict?}` (also accepted: a bare string, or `{"response", "tool_calls": [{name, args,
+  id?, response?}]}`); a returned `state` replaces the session state, so a stateless server can carry it over,
+  and a `usage` gives the turn's tokens and model (`reported_usage`: our names, OpenAI's or Gemini's).
 
 Errors: timeouts (`request_timeout`, 120 s by default), lost connections and HTTP 408 / 429 / 5xx are
 `TransientAgentError`s (with the `status_code`), retried by the flow; any other HTTP status raises
@@ -59,7 +60,7 @@ from agent_eval.agents.base import AgentSession, AgentTurn, TransientAgentError
 from agent_eval.agents.callable import to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.errors import EvalInputError, InfrastructureError
-from agent_eval.schema import SERVER_SESSION_KEY, AgentRun, EvalCase, ModelUsage
+from agent_eval.schema import SERVER_SESSION_KEY, UNKNOWN_MODEL, AgentRun, EvalCase, ModelUsage
 from agent_eval.settings import settings
 
 __all__ = [
@@ -238,16 +239,65 @@ class HttpAgent(_HttpTurnAgent):
         """POST the message with the session id and state; read the response and the trajectory."""
         payload = {"prompt": message, "session_id": session.session_id, "user_id": session.user_id}
         data = await self._post(session, self.url, payload | {"state": session.state})
+        usage: dict[str, ModelUsage] = {}
         if isinstance(data, dict):
             if isinstance(data.get("state"), dict):
                 session.state = data["state"]
-            data = {key: value for key, value in data.items() if key != "state"}
+            usage = reported_usage(data)
+            data = {key: value for key, value in data.items() if key not in _NOT_THE_TURN}
             if "trajectory" in data:
                 data["predicted_trajectory"] = data.pop("trajectory")
         try:
-            return to_agent_turn(data)
+            turn = to_agent_turn(data)
         except TypeError as error:
             raise RuntimeError(f"{_shown(self.url)} answered with an unreadable turn: {error}") from None
+        return _with_usage(turn, usage) if usage else turn
+
+
+_NOT_THE_TURN = ("state", "usage", "usage_metadata", "model", "modelVersion")
+_USAGE_KEYS = {
+    "input_tokens": ("input_tokens", "prompt_tokens", "promptTokenCount", "prompt_token_count"),
+    "output_tokens": ("output_tokens", "completion_tokens", "candidatesTokenCount", "candidates_token_count"),
+    "cached_input_tokens": ("cached_input_tokens", "cachedContentTokenCount", "cached_content_token_count"),
+    "thinking_tokens": ("thinking_tokens", "reasoning_tokens", "thoughtsTokenCount", "thoughts_token_count"),
+}
+_NESTED = {"cached_input_tokens": ("prompt_tokens_details", "cached_tokens"),
+           "thinking_tokens": ("completion_tokens_details", "reasoning_tokens")}  # fmt: skip
+
+
+def reported_usage(answer: dict[str, Any]) -> dict[str, ModelUsage]:
+    """The tokens a generic endpoint's answer reports for its turn, per model: `usage` (or `usage_metadata`) with
+    our names (`input_tokens`, `output_tokens`, `cached_input_tokens`, `thinking_tokens`), OpenAI's
+    (`prompt_tokens`, `completion_tokens`, their `*_details`) or Gemini's (`promptTokenCount`, ...), and the model
+    as `model` beside it or in it (`modelVersion` for Gemini's); no `usage`: nothing (unknown, not 0). A count it
+    does not give stays unknown."""
+    raw = answer.get("usage", answer.get("usage_metadata"))
+    if not isinstance(raw, dict):
+        return {}
+    counts = {name: _count(raw, keys) for name, keys in _USAGE_KEYS.items()}
+    for name, (outer, inner) in _NESTED.items():
+        nested = raw.get(outer)
+        if counts[name] is None and isinstance(nested, dict):
+            counts[name] = _count(nested, (inner,))
+    model = raw.get("model") or answer.get("model") or raw.get("modelVersion") or answer.get("modelVersion")
+    return {str(model) if model else UNKNOWN_MODEL: ModelUsage(calls=1, **counts)}
+
+
+def _count(data: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    value = next((data[key] for key in keys if key in data), None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _with_usage(turn: AgentTurn, usage: dict[str, ModelUsage]) -> AgentTurn:
+    """The turn with the answer's reported tokens (its own totals kept when it gave some)."""
+    [reported] = usage.values()
+    return turn.model_copy(
+        update={
+            "model_usage": usage,
+            "input_tokens": turn.input_tokens if turn.input_tokens is not None else reported.input_tokens,
+            "output_tokens": turn.output_tokens if turn.output_tokens is not None else reported.output_tokens,
+        }
+    )
 
 
 # ------------------------------------------------------------------------------------------ ADK api_server

@@ -16,7 +16,7 @@ from agent_eval.agents.errors import AgentFailure
 from agent_eval.agents.http_agent import AGENT_VERSION_ENV, AdkApiAgent, HttpAgent, view_of_json_event
 from agent_eval.agents.resolve import resolve_agent
 from agent_eval.errors import EvalInputError
-from agent_eval.schema import AgentRun, EvalCase
+from agent_eval.schema import AgentRun, EvalCase, ModelUsage
 from tests.agents.http_servers import FakeAdkApiServer, JsonAgentServer, Recorded, serve
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -159,6 +159,34 @@ def test_predicted_trajectory_and_plain_string_answers() -> None:
         result = run(HttpAgent(base_url), make_case("1", "2"))
 
     assert (tool_uses(result, 0), final_text(result, 0), final_text(result, 1)) == ([("t", {"x": 1})], "a", "b")
+
+
+def test_a_generic_endpoints_reported_usage_is_the_turns_tokens_by_model() -> None:
+    answers = iter(
+        [
+            {"response": "a", "model": "gpt-4o-mini", "usage": {"prompt_tokens": 120, "completion_tokens": 30,
+             "prompt_tokens_details": {"cached_tokens": 100}, "completion_tokens_details": {"reasoning_tokens": 8}}},
+            {"response": "b", "usage": {"input_tokens": 50, "output_tokens": 5, "model": "house-model"}},
+            {"response": "c", "usage_metadata": {"promptTokenCount": 7, "candidatesTokenCount": 2,
+                                                 "modelVersion": "gemini-2.5-flash"}},
+            {"response": "d"},
+        ]
+    )  # fmt: skip
+    server = JsonAgentServer(lambda body: next(answers))
+    with serve(server.handle) as (base_url, _):
+        result = run(HttpAgent(base_url), make_case("1", "2", "3", "4"))
+
+    usage = result.token_usage
+    assert usage is not None
+    assert usage.by_model == {
+        "gpt-4o-mini": ModelUsage(
+            calls=1, input_tokens=120, output_tokens=30, cached_input_tokens=100, thinking_tokens=8
+        ),
+        "house-model": ModelUsage(calls=1, input_tokens=50, output_tokens=5),
+        "gemini-2.5-flash": ModelUsage(calls=1, input_tokens=7, output_tokens=2),
+    }  # the fourth turn reported nothing: unknown, not 0
+    assert (usage.input_tokens, usage.output_tokens) == (177, 37)
+    assert final_text(result, 3) == "d"
 
 
 def test_503_is_transient() -> None:
