@@ -159,6 +159,18 @@ def test_three_runs_of_the_case_cost_three_times_as_much() -> None:
     assert estimate.agent.usd_high == pytest.approx(dollars(900, 90, AGENT_MODEL))
 
 
+def test_a_case_the_earlier_run_lacks_takes_fractional_means_of_repeated_runs() -> None:
+    # alpha ran 3 times (100, 100, 101 input tokens): its mean is fractional, as gamma's projection from it
+    runs = [
+        case_run("alpha", {AGENT_MODEL: usage(tokens, 10)}, run_index=i) for i, tokens in enumerate((100, 100, 101))
+    ]
+
+    estimate = estimate_cost([*planned("gamma", 3)], earlier_run(runs), PRICING)
+
+    assert estimate.agent is not None
+    assert estimate.agent.tokens == {AGENT_MODEL: usage(301, 30, calls=3)}  # 3 x 100.33 rounded once, at the end
+
+
 def test_a_case_the_earlier_run_lacks_costs_the_mean_of_its_cases_means_and_is_noted() -> None:
     # alpha's mean 200 / 20 (220 tokens), beta's 1000 / 100 (1100 tokens)
     earlier = earlier_run([*alpha_twice(), case_run("beta", {AGENT_MODEL: usage(1000, 100)})])

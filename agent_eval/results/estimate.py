@@ -229,7 +229,7 @@ def _add(target: Tokens, tokens: Tokens, times: float, model: str | None) -> Non
     for name, usage in tokens.items():
         scaled = _scaled(usage, times)
         key = model or name
-        target[key] = target[key].plus(scaled) if key in target else scaled
+        target[key] = _plus(target[key], scaled) if key in target else scaled
 
 
 def _mean(examples: Sequence[Tokens]) -> Tokens:
@@ -243,8 +243,18 @@ def _mean(examples: Sequence[Tokens]) -> Tokens:
 def _summed(usages: Sequence[ModelUsage]) -> ModelUsage:
     total = usages[0]
     for usage in usages[1:]:
-        total = total.plus(usage)
+        total = _plus(total, usage)
     return total
+
+
+def _plus(a: ModelUsage, b: ModelUsage) -> ModelUsage:
+    """`a.plus(b)` for projected usages, whose counts are floats until `_rounded` (unknown + unknown: unknown)."""
+    counts = {name: _known_sum(getattr(a, name), getattr(b, name)) for name in _COUNTS}
+    return ModelUsage.model_construct(calls=a.calls + b.calls, **counts)  # type: ignore[arg-type]
+
+
+def _known_sum(a: float | None, b: float | None) -> float | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
 
 
 def _scaled(usage: ModelUsage, factor: float) -> ModelUsage:
