@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -39,3 +40,24 @@ def write_echo_set(folder: Path, names: list[str]) -> tuple[Path, dict[str, str]
         json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}), encoding="utf-8"
     )
     return path, messages
+
+
+def workstation_env(tmp_path: Path, store_url: str, name: str, **extra: str) -> tuple[dict[str, str], Path]:
+    """The environment of an `agent-eval` process as on a workstation, and its AGENT_EVAL_HOME: no Prefect server
+    configured (a fresh PREFECT_HOME, no PREFECT_API_URL, not CI), so an evaluating command starts agent-eval's
+    local server in that home (`name`-home under `tmp_path`); the store at `store_url`; `extra` added."""
+    home = tmp_path / f"{name}-home"
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "CI", "AGENT_EVAL_PREFECT_SERVER")}
+    env.update(
+        {
+            "AGENT_EVAL_HOME": str(home),
+            "AGENT_EVAL_PREFECT_SERVER": "local",
+            "AGENT_EVAL_REGISTRY_DIR": str(tmp_path / "registry"),
+            "AGENT_EVAL_SERVER_IDLE_MINUTES": "1",
+            "AGENT_EVAL_WARM": "0",
+            "AGENT_EVAL_DB_URL": store_url,
+            "PREFECT_HOME": str(tmp_path / f"{name}-prefect"),
+            **extra,
+        }
+    )
+    return env, home

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from agent_eval.schema import EvalStatus, ModelUsage
 from agent_eval.store import CaseRecord, RunCreate, RunRead, get_engine, get_run, list_runs, load_case_records
 from agent_eval.store.spend import run_spend_of
 from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FAKE_API_KEY
+from tests.flows.helpers import workstation_env
 
 # Not `tests.conftest.REPO_ROOT`: importing the conftest in an `agent-eval` process would reset its
 # AGENT_EVAL_HOME and AGENT_EVAL_DB_URL to the test session's.
@@ -169,20 +169,7 @@ def local_cli(tmp_path: Path, sqlite_url: str) -> Iterator[Callable[..., subproc
     """`agent-eval` processes as on a workstation: agent-eval's local Prefect server (started by the first run,
     reused by the next) in a fresh AGENT_EVAL_HOME, the test's store; afterwards the server is stopped and no
     process of it is left."""
-    home = tmp_path / "agent-eval-home"
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "CI", "AGENT_EVAL_PREFECT_SERVER")}
-    env.update(
-        {
-            "AGENT_EVAL_HOME": str(home),
-            "AGENT_EVAL_PREFECT_SERVER": "local",
-            "AGENT_EVAL_REGISTRY_DIR": str(tmp_path / "registry"),
-            "AGENT_EVAL_SERVER_IDLE_MINUTES": "1",
-            "AGENT_EVAL_WARM": "0",
-            "AGENT_EVAL_DB_URL": sqlite_url,
-            "PREFECT_HOME": str(tmp_path / "prefect-home"),
-            CALL_LOG_ENV: str(tmp_path / "calls.log"),
-        }
-    )
+    env, home = workstation_env(tmp_path, sqlite_url, "agent-eval", **{CALL_LOG_ENV: str(tmp_path / "calls.log")})
     (tmp_path / "calls.log").touch()
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:

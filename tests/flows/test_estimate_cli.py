@@ -25,7 +25,7 @@ from agent_eval.cli import main
 from agent_eval.results.pricing import price_table
 from agent_eval.schema import ModelUsage
 from agent_eval.store import get_engine, list_runs
-from tests.flows.helpers import echo_case
+from tests.flows.helpers import echo_case, workstation_env
 
 # Not `tests.conftest.REPO_ROOT`: the `agent-eval` processes below import this module for its agent, and importing
 # the conftest would reset their AGENT_EVAL_HOME and AGENT_EVAL_DB_URL to the test session's.
@@ -97,21 +97,7 @@ def estimate_env(tmp_path: Path, sqlite_url: str, call_log: Path) -> tuple[dict[
     """The environment of an `agent-eval` process as on a workstation: no Prefect server configured (a fresh
     PREFECT_HOME, no PREFECT_API_URL, not CI), so an evaluating command would start agent-eval's local server
     and keep its state in a fresh AGENT_EVAL_HOME (returned)."""
-    home = tmp_path / "estimate-home"
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "CI", "AGENT_EVAL_PREFECT_SERVER")}
-    env.update(
-        {
-            "AGENT_EVAL_HOME": str(home),
-            "AGENT_EVAL_PREFECT_SERVER": "local",
-            "AGENT_EVAL_REGISTRY_DIR": str(tmp_path / "registry"),
-            "AGENT_EVAL_SERVER_IDLE_MINUTES": "1",
-            "AGENT_EVAL_WARM": "0",
-            "AGENT_EVAL_DB_URL": sqlite_url,
-            "PREFECT_HOME": str(tmp_path / "estimate-prefect"),
-            CALL_LOG_ENV: str(call_log),
-        }
-    )
-    return env, home
+    return workstation_env(tmp_path, sqlite_url, "estimate", **{CALL_LOG_ENV: str(call_log)})
 
 
 def run_cli_process(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
