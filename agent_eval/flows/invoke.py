@@ -22,7 +22,7 @@ from prefect import get_run_logger
 from sqlalchemy.engine import Engine
 
 from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan
-from agent_eval.results.budget import active_spend
+from agent_eval.results.budget import active_spend, reserve
 from agent_eval.runtime.progress import CaseRunOutcome, current_progress
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, ModelUsage
 from agent_eval.secrets import redact_text
@@ -151,7 +151,7 @@ async def _within_budget(
     spend = active_spend()
     if spend is None:
         return await invoke(keys)
-    refusals = [await asyncio.to_thread(spend.start, "agent") for _ in keys]
+    refusals = [await reserve(spend, "agent") for _ in keys]
     started = [key for key, refusal in zip(keys, refusals, strict=True) if refusal is None]
     invoked = iter(await invoke(started) if started else [])
     runs = [

@@ -6,8 +6,10 @@ The rule (`Spend.start`):
 - The spend so far is the priced tokens (`agent_eval.results.pricing`) of every finished agent case run and judge
   call of the run, in this process and, for a run split over shards, in every other process of the run (`others`,
   read from the store each time a call starts); tokens are input + output + thinking.
-- A call in flight is counted at the mean spend of a finished call of its kind (agent case run, or judge call);
-  before any call of a kind has finished, at nothing (nothing is known of it yet).
+- A call in flight is counted at the mean spend of a finished call of its kind (agent case run, or judge call).
+  Until a call of a kind has finished, nothing is known of what one costs: the first call of each kind in a
+  process runs alone (`reserve`), the others wait for it (a shard's first call does not wait for another
+  shard's).
 - A new call starts only if the spend so far, the calls in flight and the new call together stay within the budget
   (in dollars and in tokens, each that is set). Once one is refused, every later one is too: the run is *stopped*
   (`Spend.stopped` says why), its calls in flight finish and are stored, and what did not start is not evaluated.
@@ -18,6 +20,7 @@ The rule (`Spend.start`):
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,11 +33,13 @@ from agent_eval.results.pricing import model_cost, run_cost
 from agent_eval.schema import BudgetConfig, ModelPrice, ModelUsage, merged_usage
 
 __all__ = [
+    "PROBE_PENDING",
     "Budget",
     "CallKind",
     "Spend",
     "SpendTotals",
     "active_spend",
+    "reserve",
     "spending",
     "unpriced_models",
 ]
@@ -105,10 +110,18 @@ class Spend:
     """Why the run stopped starting calls (None: it has not)."""
     _mine: SpendTotals = field(default_factory=SpendTotals)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _changed: threading.Condition = field(init=False)
 
-    def start(self, kind: CallKind) -> str | None:
-        """Reserve a call of `kind`: None when it may start (it is then in flight until `finish`), else why not."""
+    def __post_init__(self) -> None:
+        self._changed = threading.Condition(self._lock)
+
+    def start(self, kind: CallKind, *, after_probe: bool = False) -> str | None:
+        """Reserve a call of `kind`: None when it may start (it is then in flight until `finish`), else why not;
+        `after_probe`: `PROBE_PENDING` while this process has a call of `kind` in flight and none of the run has
+        finished (nothing is known of what a call costs yet: wait for it, `wait_for_change`)."""
         with self._lock:
+            if after_probe and self.stopped is None and self._probing(kind):
+                return PROBE_PENDING
             if self.stopped is None:
                 self.stopped = self._refusal(kind)
             if self.stopped is not None:
@@ -118,21 +131,35 @@ class Spend:
         self._publish(totals)
         return None
 
-    def finish(self, kind: CallKind, usage: Mapping[str, ModelUsage] | None = None) -> None:
-        """A call reserved with `start` ended: its tokens per model (None or empty: it spent none) count now."""
+    def finish(self, kind: CallKind, usage: Mapping[str, ModelUsage] | None = None, *, counted: bool = True) -> None:
+        """A call reserved with `start` ended: its tokens per model (None or empty: it spent none) count now;
+        `counted` False: it made no call (an answer from a cache), so it does not lower the mean of a call."""
         with self._lock:
             self._mine.in_flight[kind] = max(0, self._mine.in_flight.get(kind, 0) - 1)
-            self._mine.finished[kind] = self._mine.finished.get(kind, 0) + 1
+            self._mine.finished[kind] = self._mine.finished.get(kind, 0) + (1 if counted else 0)
             side = "agent" if kind == "agent" else "judges"
             setattr(self._mine, side, merged_usage(getattr(self._mine, side), usage or {}))
             totals = self._mine.model_copy(deep=True)
+            self._changed.notify_all()
         self._publish(totals)
 
     def stop(self, reason: str) -> None:
         """Stop starting calls for `reason` (a reason given earlier stands): another process of the run found the
-        budget reached."""
+        budget reached, or the run ends."""
         with self._lock:
             self.stopped = self.stopped or reason
+            self._changed.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Block until a call finishes or the run stops, at most `timeout` seconds."""
+        with self._lock:
+            self._changed.wait(timeout)
+
+    def _probing(self, kind: CallKind) -> bool:
+        """Whether this process's first call of `kind` is in flight with none of the run's finished (the lock held)."""
+        if self._mine.in_flight.get(kind, 0) == 0 or self._mine.finished.get(kind, 0) > 0:
+            return False
+        return self.others is None or self.others().finished.get(kind, 0) == 0
 
     @property
     def totals(self) -> SpendTotals:
@@ -184,6 +211,20 @@ class Spend:
     def _publish(self, totals: SpendTotals) -> None:
         if self.publish is not None:
             self.publish(totals)
+
+
+PROBE_PENDING = "the first call of its kind is in flight: wait for it"
+"""What `Spend.start(..., after_probe=True)` answers while nothing is known of what a call costs."""
+
+
+async def reserve(spend: Spend, kind: CallKind) -> str | None:
+    """Reserve a call of `kind` once it may start (`Spend.start`), None, or why it may not: the first call of each
+    kind in a process runs alone, so that what a call costs is known before calls are counted in flight."""
+    while True:
+        answer = await asyncio.to_thread(spend.start, kind, after_probe=True)  # a shard's spend: a store read
+        if answer is not PROBE_PENDING:
+            return answer
+        await asyncio.to_thread(spend.wait_for_change, 1.0)
 
 
 def unpriced_models(models: Iterable[str], pricing: Mapping[str, ModelPrice] | None) -> list[str]:

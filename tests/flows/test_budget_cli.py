@@ -16,7 +16,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
 import uuid
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -81,16 +80,6 @@ def priced_agent(message: str, session: AgentSession) -> AgentTurn:
 def unpriced_agent(message: str, session: AgentSession) -> AgentTurn:
     """As `priced_agent`, on a model no price covers."""
     return _turn(message, UNPRICED_MODEL)
-
-
-GATHERED = threading.Barrier(3, timeout=60)
-"""`gathering_agent`'s first three calls answer together, so all three are in flight before any finishes."""
-
-
-def gathering_agent(message: str, session: AgentSession) -> AgentTurn:
-    """As `priced_agent`, once three calls are waiting here (the rule then sees three started, none finished)."""
-    GATHERED.wait()
-    return _turn(message)
 
 
 def failing_agent(message: str, session: AgentSession) -> AgentTurn:
@@ -293,14 +282,13 @@ def test_the_configs_budget_section_stops_a_run_as_budget_does_and_budget_overri
     assert [CALLS[message] for message in messages] == [2, 2, 1, 1] + [0] * 6
 
 
-def test_max_tokens_lets_the_first_three_start_before_any_finished_and_no_other(
+def test_max_tokens_runs_the_first_call_alone_then_counts_the_calls_in_flight(
     tmp_path: Path, sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """1,100 tokens a case run, at most 3,000, three at a time: the first three start with nothing finished
-    (counted at nothing); once one finished, the next would be 1,100 + (2 + 1) x 1,100 = 4,400."""
-    GATHERED.reset()
+    """1,100 tokens a case run, at most 3,000, three at a time: the first runs alone (nothing is known of a call's
+    cost yet); then 1,100 + 1 x 1,100 = 2,200 starts and, whether it finished or not, a third would make 3,300."""
     eval_file, messages = write_cases(tmp_path)
-    common = ["--agent", f"{HERE}:gathering_agent", "--config", str(write_config(tmp_path)), "--db-url", sqlite_url]
+    common = ["--agent", f"{HERE}:priced_agent", "--config", str(write_config(tmp_path)), "--db-url", sqlite_url]
 
     code, out, _ = cli(capsys, "run", str(eval_file), *common, "--max-tokens", "3000", "--max-concurrency", "3")
 
@@ -308,19 +296,17 @@ def test_max_tokens_lets_the_first_three_start_before_any_finished_and_no_other(
     run = only_run(sqlite_url)
     assert (run.status, run.error) == (
         "stopped",
-        "budget of 3,000 tokens reached: 3,300 tokens spent, 7 case runs not started",
+        "budget of 3,000 tokens reached: 2,200 tokens spent, 8 case runs not started",
     )
     assert Counter((status, kind, attempts) for _, status, kind, attempts in outcomes(run.id, sqlite_url)) == {
-        (EvalStatus.PASSED, None, 1): 3,
-        (EvalStatus.NOT_EVALUATED, "budget", 0): 7,
+        (EvalStatus.PASSED, None, 1): 2,
+        (EvalStatus.NOT_EVALUATED, "budget", 0): 8,
     }
-    assert sum(CALLS[message] for message in messages) == 3
-    # refused once one, two or all three had finished: 1,100, 2,200 or 3,300 tokens spent then
+    assert sum(CALLS[message] for message in messages) == 2
+    # refused while the second was in flight (1,100 spent) or after it finished (2,200)
     refusals = {record.error for record in not_started(run.id, sqlite_url)}
-    assert refusals <= {
-        f"not started: budget of 3,000 tokens reached ({n:,} tokens spent)" for n in (1_100, 2_200, 3_300)
-    }
-    assert "Stopped: budget of 3,000 tokens reached: 3,300 tokens spent, 7 case runs not started" in out
+    assert refusals <= {f"not started: budget of 3,000 tokens reached ({n:,} tokens spent)" for n in (1_100, 2_200)}
+    assert "Stopped: budget of 3,000 tokens reached: 2,200 tokens spent, 8 case runs not started" in out
 
 
 def test_the_cost_per_case_run_of_a_stopped_run_is_that_of_the_case_runs_it_ran(

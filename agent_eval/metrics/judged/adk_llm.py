@@ -24,6 +24,7 @@ from google.genai import types as genai_types
 from pydantic import PrivateAttr
 
 from agent_eval.metrics.judged.base import Judge, JudgeModelOptions, JudgeRequest, JudgeSample
+from agent_eval.metrics.judged.usage import ask_within_budget
 from agent_eval.metrics.judged.voting import judge_for
 
 __all__ = ["ClientLlm", "JudgeCall", "JudgeSampleFailed", "request_text"]
@@ -129,7 +130,7 @@ class ClientLlm(BaseLlm):
             sample_index=call.sample_index,
         )
         try:
-            return await self._judge.ask(request)
+            return await ask_within_budget(self._judge, request)
         except Exception as error:  # a judge must not raise; if one does, the call failed
             return JudgeSample(error=f"the judge raised {type(error).__name__}: {error}")
 

@@ -35,6 +35,7 @@ from agent_eval.metrics.common import overall_result, status_for
 from agent_eval.metrics.judged.base import Judge, JudgeExample, JudgeModelOptions, JudgeRequest, JudgeSample
 from agent_eval.metrics.judged.mode import JudgedOptions
 from agent_eval.metrics.judged.prompts import examples_section
+from agent_eval.metrics.judged.usage import ask_within_budget
 from agent_eval.metrics.registry import MetricContext
 from agent_eval.schema import EvaluationResult, Invocation, PerInvocationResult
 
@@ -329,7 +330,7 @@ class Sampler:
         )
         async with self._limit:
             try:
-                sample = await self.judge.ask(request)
+                sample = await ask_within_budget(self.judge, request)
             except Exception as error:  # a judge must not raise; if one does, the sample is unusable
                 return f"the judge raised {type(error).__name__}: {error}"
         return parse_answer(sample, question.schema)
