@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_eval.render.verdict import regression_lines
+from agent_eval.results.aggregate import case_cost, case_tokens
 from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CacheSource, CaseResult, MetricResult, RunReport
-from agent_eval.results.pricing import RunCost
+from agent_eval.results.pricing import RunCost, stored_prices
 from agent_eval.results.run_configs import describe_configs
 from agent_eval.schema import EvalStatus, ModelUsage
 
@@ -296,7 +297,9 @@ def _clip(text: str) -> str:
 
 
 def summary_table_rows(report: RunReport) -> list[dict[str, Any]]:
-    """One row per case run for the Prefect table artifact: status, failure, latency, score per metric."""
+    """One row per case run for the Prefect table artifact: status, failure, latency, tokens (agent's and
+    judges'), cost (None: unknown), score per metric."""
+    prices = stored_prices(report.config)
     rows = []
     for case in report.cases:
         row: dict[str, Any] = {
@@ -306,11 +309,21 @@ def summary_table_rows(report: RunReport) -> list[dict[str, Any]]:
             "status": EvalStatus(case.status).name,
             "failure": case.failure,
             "latency_in_seconds": round(case.agent_run.latency_seconds, 4),
+            "tokens": _case_tokens(case),
+            "cost_usd": case_cost(case, prices),
         }
         for result in case.metrics:
             row[f"{result.metric_name}/score"] = result.score
         rows.append(row)
     return rows
+
+
+def _case_tokens(case: CaseResult) -> int | None:
+    """The case run's agent and judge tokens (input, output, thinking); None when none was reported."""
+    usages = [*case_tokens(case).values()]
+    if not usages:
+        return None
+    return sum((u.input_tokens or 0) + (u.output_tokens or 0) + (u.thinking_tokens or 0) for u in usages)
 
 
 _GAP = "  "

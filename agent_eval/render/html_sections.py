@@ -32,8 +32,9 @@ from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, r
 from agent_eval.results.aggregate import case_cost, case_cost_parts, metric_judge_costs
 from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CaseResult, MetricResult, RunReport, case_anchor
+from agent_eval.results.pricing import stored_prices
 from agent_eval.results.tool_calls import Call, align, argument_diff, format_call
-from agent_eval.schema import EvalStatus, Invocation, ModelPrice, ModelUsage, tool_calls_of
+from agent_eval.schema import EvalStatus, Invocation, ModelUsage, tool_calls_of
 
 __all__ = [
     "CASE_FILTER_SCRIPT",
@@ -163,15 +164,9 @@ def cost_section(report: RunReport) -> str:
     )
 
 
-def _report_prices(report: RunReport) -> dict[str, ModelPrice]:
-    """The run's config's `pricing` section, as its cost was priced."""
-    pricing = (report.config.get("pricing") or {}) if isinstance(report.config, Mapping) else {}
-    return {name: ModelPrice.model_validate(price) for name, price in pricing.items()}
-
-
 def _per_criterion(report: RunReport) -> str:
     """The judges' calls, tokens and dollars per judged criterion (empty: no judge call)."""
-    costs = metric_judge_costs(report.cases, _report_prices(report))
+    costs = metric_judge_costs(report.cases, stored_prices(report.config))
     if not costs:
         return ""
     head = "<tr><th>judged criterion</th><th>calls</th><th>input</th><th>output</th><th>cost</th></tr>"
@@ -190,7 +185,7 @@ def _count(value: int | None) -> str:
 def _case_cost_chart(report: RunReport) -> str:
     """Each case run's agent and judge dollars as a column linked to it (empty when a cost is unknown: a chart
     of part of the costs would mislead)."""
-    prices = _report_prices(report)
+    prices = stored_prices(report.config)
     parts = [(case, *case_cost_parts(case, prices)) for case in report.cases]
     if any(agent is None or judges is None for _, agent, judges in parts):
         return ""
@@ -212,7 +207,7 @@ def _cost_row(who: str, model: str, usage: ModelUsage, usd: float | None) -> str
 
 def _costliest(report: RunReport, count: int = 5) -> str:
     """The `count` case runs that cost the most (their agent and judge tokens priced as the run's), as links."""
-    prices = _report_prices(report)
+    prices = stored_prices(report.config)
     priced = [(case_cost(case, prices), case) for case in report.cases]
     known = sorted(((usd, case) for usd, case in priced if usd), key=lambda pair: -pair[0])[:count]
     if not known:

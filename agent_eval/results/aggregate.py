@@ -48,6 +48,7 @@ __all__ = [
     "case_cost_parts",
     "case_results",
     "case_status",
+    "case_tokens",
     "metric_judge_costs",
     "repeated_run_stats",
     "summarize",
@@ -169,6 +170,11 @@ def case_cost(case: CaseResult, pricing: Mapping[str, ModelPrice] | None = None)
     if not agent and not judges:
         return None
     return run_cost(agent, judges, pricing).total_usd
+
+
+def case_tokens(case: CaseResult) -> dict[str, ModelUsage]:
+    """Per model, one case run's agent tokens (none for a reused answer) and judge tokens together."""
+    return merged_usage(_agent_tokens(case), *(_judge_tokens(result) for result in case.metrics))
 
 
 def _agent_tokens(case: CaseResult) -> dict[str, ModelUsage]:

@@ -27,7 +27,7 @@ JUDGE_TOKENS = "judge_tokens"
 """The key, in a metric result's `details`, of its judge calls' tokens per model (`{model: ModelUsage as JSON}`,
 `agent_eval.metrics.judged.usage`)."""
 
-__all__ = ["JUDGE_TOKENS", "ModelCost", "RunCost", "model_cost", "price_table", "run_cost"]
+__all__ = ["JUDGE_TOKENS", "ModelCost", "RunCost", "model_cost", "price_table", "run_cost", "stored_prices"]
 
 _PER_MILLION = 1_000_000
 
@@ -139,3 +139,9 @@ def _total(costs: Mapping[str, ModelCost]) -> float | None:
     if any(cost.usd is None for cost in costs.values()):
         return None
     return sum(cost.usd or 0.0 for cost in costs.values())
+
+
+def stored_prices(config: object) -> dict[str, ModelPrice]:
+    """The `pricing` section of a run's stored config (`RunReport.config`), as its cost was priced."""
+    pricing = (config.get("pricing") or {}) if isinstance(config, Mapping) else {}
+    return {name: ModelPrice.model_validate(price) for name, price in pricing.items()}

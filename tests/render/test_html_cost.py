@@ -8,8 +8,11 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from agent_eval.compare.history_table import format_history
 from agent_eval.compare.run_history import history
+from agent_eval.render.console import summary_table_rows
 from agent_eval.render.html import render_html
 from agent_eval.results.aggregate import build_report
 from agent_eval.results.model import RunReport
@@ -138,3 +141,13 @@ def test_no_cost_chart_when_a_case_runs_cost_is_unknown() -> None:
     unpriced = report.model_copy(update={"config": {**report.config, "pricing": {}}})  # house-* are in no table
     assert "Cost per case run" not in render_html(unpriced)
     assert "Cost per case run" in render_html(report)
+
+
+def test_the_prefect_table_artifact_gives_each_case_runs_tokens_and_cost() -> None:
+    rows = summary_table_rows(costed_report())
+    # dear: agent 100,000 + 50,000, judge 2,000 + 100 tokens; $0.2011 (see the Cost section's test)
+    assert [(row["eval_id"], row["tokens"], row["cost_usd"]) for row in rows] == [
+        ("cheap", 1_500 + 2_100, pytest.approx(0.0031)),
+        ("dear", 150_000 + 2_100, pytest.approx(0.2011)),
+        ("middle", 15_000 + 2_100, pytest.approx(0.0211)),
+    ]
