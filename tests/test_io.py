@@ -307,8 +307,8 @@ def test_missing_paths(tmp_path: Path) -> None:
     [
         (
             {"criteria": {"x": 1}, "bogus": 2},
-            "field 'bogus': unknown key 'bogus'; accepted keys: criteria, custom_metrics, judge, limits, pricing, "
-            "regression, user_simulator_config",
+            "field 'bogus': unknown key 'bogus'; accepted keys: budget, criteria, custom_metrics, judge, limits, "
+            "pricing, regression, user_simulator_config",
         ),
         ({"critera": {"x": 1}}, "field 'critera': unknown key 'critera' (did you mean 'criteria'?)"),
         (

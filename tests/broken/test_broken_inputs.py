@@ -266,7 +266,7 @@ CASES: list[Broken] = [
             "no function 'no_such_metric'")),
     Broken("config_unknown_top_level_key", ("config_unknown_key",),
            ("config_unknown_key/test_config.json", "field 'criterias'",
-            "unknown key 'criterias'; accepted keys: criteria, ")),
+            "unknown key 'criterias'; accepted keys: budget, criteria, ")),
     Broken("config_explicit_path", ("config_explicit_path/ok.evalset.json",),
            ("strict.json", "field 'criteria.response_match_score.threshold'", "2.0", "[0.0, 1.0]"),
            config="config_explicit_path/strict.json"),
