@@ -80,7 +80,8 @@ async def _estimate(plan: EvalPlan) -> CostEstimate:
 async def run_plan(plan: EvalPlan, *, baseline_run_id: str | None = None, source_run_id: str | None = None) -> Any:
     """Run a checked plan: the agent's preflight check, the store's run row, invocations, scores, the
     comparison, artifacts, final state. An outage (see `agent_eval.results.outage`) is stored `errored` and
-    not compared; the flow run then ends Failed with the report as its data."""
+    not compared; the flow run then ends Failed with the report as its data. A run its budget stopped
+    (`agent_eval.results.budget`) is stored `stopped` and not compared; its flow run ends Completed, saying so."""
     plan = await plan.checked_agent()  # a wrong app name or a dead server: one line, nothing stored
     check_budget(plan)  # a dollar budget with a judge model no price covers: the same
     await check_shard_deployment(plan.request)  # a missing shard deployment or global limit: the same
