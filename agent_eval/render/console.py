@@ -39,6 +39,7 @@ __all__ = [
     "format_table",
     "format_usd",
     "judge_agreement_lines",
+    "judge_limit_line",
     "judge_line",
     "summary_table_rows",
     "token_lines",
@@ -71,6 +72,8 @@ def format_summary(report: RunReport) -> str:
         lines.append(cache_line(s.cached_case_runs, s.total, s.cache_sources))
     if s.judge.get("calls") or s.judge.get("cache_hits"):
         lines.append(judge_line(s.judge))
+    if s.judge.get("concurrency"):
+        lines.append(judge_limit_line(s.judge))
     lines.extend(token_lines(s.agent_tokens, s.judge_tokens))
     lines.extend(cost_lines(s.cost, sum(not case.agent_run.not_started for case in report.cases)))
     modes = describe_judge_modes(report)
@@ -203,6 +206,18 @@ def judge_line(counts: dict[str, int]) -> str:
     return (
         f"judge: {_count(calls, 'call')}, {_count(cached, 'answer')} from cache, "
         f"{retries} {'retry' if retries == 1 else 'retries'}, {_count(unusable, 'unusable sample')}"
+    )
+
+
+def judge_limit_line(counts: dict[str, int]) -> str:
+    """E.g. `judge: settled at 22 concurrent calls (at most 32), 14 rate-limited calls retried, 0 lost`: where the
+    adaptive limit on judge calls went (`RunSummary.judge`: `concurrency`, `concurrency_max`, `rate_limited`,
+    `lost`)."""
+    settled, most = counts.get("concurrency", 0), counts.get("concurrency_max", 0)
+    retried, lost = counts.get("rate_limited", 0), counts.get("lost", 0)
+    return (
+        f"judge: settled at {_count(settled, 'concurrent call')} (at most {most}), "
+        f"{_count(retried, 'rate-limited call')} retried, {lost} lost"
     )
 
 

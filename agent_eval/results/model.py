@@ -213,7 +213,9 @@ class RunSummary(BaseModel):
     judge: dict[str, int] = Field(
         default_factory=dict,
         description="What the LLM judges did while the run scored: samples, calls, cache_hits, retries, errors "
-        "(unusable samples); empty when not counted.",
+        "(unusable samples), rate_limited (calls refused by the provider and sent again), lost (samples given up "
+        "on rate limiting), concurrency and concurrency_max (where the adaptive limit on judge calls settled, and "
+        "its most in flight: `agent_eval.runtime.adaptive`); empty when not counted.",
     )
 
 

@@ -232,14 +232,19 @@ class Progress:
         return [(snap.done, f"{_outcomes_text(snap)} · {_times_text(snap)}"), (snap.scored, self._judge_text())]
 
     def _judge_text(self) -> str:
-        """`judge N calls[, M cache hits]`; "" without judge counters, when they raise, or before any judge call
-        (a run without judged criteria says nothing about a judge)."""
+        """`judge N calls[, M cache hits][, K at once][, R rate-limited]` (K: where the adaptive limit on judge calls
+        settled); "" without judge counters, when they raise, or before any judge call (a run without judged
+        criteria says nothing about a judge)."""
         try:
             stats = self._judge_stats() if self._judge_stats is not None else {}
             calls, hits = int(stats.get("calls", 0)), int(stats.get("cache_hits", 0))
+            settled, limited = int(stats.get("concurrency", 0)), int(stats.get("rate_limited", 0))
         except Exception:
             return ""
-        return f"judge {calls} calls" + (f", {hits} cache hits" if hits else "") if calls or hits else ""
+        if not calls and not hits:
+            return ""
+        parts = [f"judge {calls} calls", f"{hits} cache hits" if hits else "", f"{settled} at once" if settled else ""]
+        return ", ".join(part for part in [*parts, f"{limited} rate-limited" if limited else ""] if part)
 
     def _show(self, stream: TextIO) -> None:
         """The bar on a TTY (rich redraws it), else (or if rich cannot draw it) a status line every `interval`."""

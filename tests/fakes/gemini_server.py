@@ -74,11 +74,13 @@ class FakeReply:
         status: the HTTP status.
         body: a JSON-able value, or `str` / `bytes` sent as they are (for malformed bodies).
         delay: seconds to wait before answering (interrupted when the server stops).
+        headers: extra response headers, `(name, value)` pairs (e.g. `Retry-After`); none by default.
     """
 
     status: int = 200
     body: Any = None
     delay: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 Handler: TypeAlias = Callable[[Any], Any]
@@ -224,6 +226,8 @@ def _send(handler: BaseHTTPRequestHandler, reply: FakeReply) -> None:
         handler.send_response(reply.status)
         handler.send_header("Content-Type", "application/json; charset=UTF-8")
         handler.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers:
+            handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(payload)
     except (BrokenPipeError, ConnectionResetError):
@@ -287,7 +291,7 @@ def error_reply(status: int, message: str = "fake error") -> FakeReply:
 def slow(reply: dict[str, Any] | FakeReply, seconds: float) -> FakeReply:
     """The same reply, sent after `seconds`."""
     base = reply if isinstance(reply, FakeReply) else FakeReply(body=reply)
-    return FakeReply(status=base.status, body=base.body, delay=seconds)
+    return FakeReply(status=base.status, body=base.body, delay=seconds, headers=base.headers)
 
 
 @pytest.fixture

@@ -149,6 +149,8 @@ def _send(handler: BaseHTTPRequestHandler, reply: FakeReply) -> None:
         handler.send_response(reply.status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers:
+            handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(payload)
     except (BrokenPipeError, ConnectionResetError):

@@ -21,6 +21,7 @@ from agent_eval.agents.google_env import vertex_enabled
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import gemini_base_url
 from agent_eval.metrics.judged.policy import LoopLocal
+from agent_eval.metrics.judged.ratelimit import ProviderSignal, genai_signal
 from agent_eval.metrics.judged.usage import record_judge_usage
 from agent_eval.schema import ModelUsage
 from agent_eval.secrets import redact_text
@@ -50,11 +51,14 @@ class TransientJudgeError(Exception):
         reason: what happened, e.g. `"rate limited"`, `"server error"`, `"timed out"`, `"connection failed"`.
         detail: the status and the server's message, or the transport error (redacted: an httpx error may hold
             a URL with `?key=`).
+        signal: the provider's rate-limit or overload signal (429, `RESOURCE_EXHAUSTED`, 503) with the delay it
+            asked for, or `None` (`agent_eval.metrics.judged.ratelimit`).
     """
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, signal: ProviderSignal | None = None) -> None:
         self.reason = reason
         self.detail = redact_text(detail)
+        self.signal = signal
         super().__init__(f"{reason}: {self.detail}")
 
 
@@ -90,14 +94,18 @@ class JudgeBackend(Protocol):
         ...
 
 
-def error_for_status(status: int, detail: str) -> TransientJudgeError | JudgeCallError:
-    """The error for an HTTP error answer: retryable for 408, 429 and 5xx."""
-    if status == 429:
-        return TransientJudgeError("rate limited", detail)
+def error_for_status(
+    status: int, detail: str, signal: ProviderSignal | None = None
+) -> TransientJudgeError | JudgeCallError:
+    """The error for an HTTP error answer: retryable for 408, 429, 5xx and a rate-limit or overload `signal` (the
+    answer classified by `agent_eval.metrics.judged.ratelimit`; `None`: not one, e.g. OpenAI's 429
+    `insufficient_quota`, retried as an ordinary failure)."""
+    if status == 429 or (signal is not None and signal.kind == "rate limited"):
+        return TransientJudgeError("rate limited", detail, signal)
     if status == 408:
         return TransientJudgeError("timed out", detail)
     if status >= 500:
-        return TransientJudgeError("server error", detail)
+        return TransientJudgeError("server error", detail, signal)
     return JudgeCallError(f"judge call rejected: {detail}", status=status)
 
 
@@ -176,7 +184,8 @@ class GeminiBackend:
                 model=request.model, contents=request.prompt, config=config
             )
         except genai_errors.APIError as error:
-            raise error_for_status(error.code, f"{error.code} {error.status}: {error.message}") from error
+            detail = f"{error.code} {error.status}: {error.message}"
+            raise error_for_status(error.code, detail, genai_signal(error)) from error
         except httpx.TransportError as error:
             raise transport_error(error) from error
         record_judge_usage(response.model_version or request.model, ModelUsage.of_genai(response.usage_metadata))

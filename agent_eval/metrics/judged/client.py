@@ -9,12 +9,18 @@ sample.parsed, sample.error, sample.cached, judge.stats.as_dict()
 ```
 One `ask`:
 1. the persisted cache (`agent_eval.metrics.judged.cache`): an identical request answered before costs no call;
-2. otherwise the backend is called under the event loop's shared concurrency cap (`judge_semaphore`), each
-   attempt bounded by `timeout`; 408, 429, 5xx, timeouts and lost connections are retried per the
-   `RetryPolicy` (the cap is released while waiting); other failures are not retried;
+2. otherwise the backend is called (`_call_once`, where every judge call starts) in a slot of the event loop's
+   adaptive concurrency limit (`judge_limiter`, whose ceiling is `AGENT_EVAL_JUDGE_CONCURRENCY`), each attempt
+   bounded by `timeout`. A rate-limit or overload answer (429, `RESOURCE_EXHAUSTED`, 503, classified by
+   `agent_eval.metrics.judged.ratelimit`) or a timeout is reported to the limit, which may cut itself; the call
+   is retried after the delay the provider asked for (`Retry-After`, Gemini's `RetryInfo.retryDelay`), else the
+   backoff, without spending an attempt and without giving its slot up, until the `RetryPolicy`'s
+   `rate_limit_deadline`. 408, other 5xx and lost connections are retried per the `RetryPolicy`'s attempts, with
+   no slot held while waiting; other failures are not retried;
 3. the answer is parsed into the response schema (`agent_eval.metrics.judged.parsing`); a parsed answer is cached.
-Every failure is a `JudgeSample` with `error` set ("rate limited after 7 attempts: ...", "judge call
-rejected: 400 ...", "unparseable: ...") and is counted in `stats.errors`: `ask` never raises for it.
+Every failure is a `JudgeSample` with `error` set ("server error after 7 attempts: ...", "rate limited until the
+deadline ...", "judge call rejected: 400 ...", "unparseable: ...") and is counted in `stats.errors` (a sample
+given up on rate limiting also in `stats.lost`): `ask` never raises for it.
 Every count goes to the judge's `stats` and to the process-wide `judge_totals()` (`agent_eval.metrics.judged.policy`).
 A judge made without `retry` takes `current_retry_policy()`: the config's `judge` section, else
 `AGENT_EVAL_JUDGE_RETRY_*`, else ADK's 7 attempts, 5 s doubling up to 120 s.
@@ -24,7 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
 import httpx
@@ -48,9 +57,10 @@ from agent_eval.metrics.judged.policy import (
     RetryPolicy,
     current_retry_policy,
     judge_call_gate,
-    judge_semaphore,
+    judge_limiter,
     judge_totals,
 )
+from agent_eval.runtime.adaptive import AdaptiveLimit, Slot
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -93,6 +103,7 @@ class ClientJudge:
         self.timeout = options.get("timeout", DEFAULT_TIMEOUT)
         self.stats = options.get("stats") or JudgeStats()
         self.cache = _cache_from(options.get("cache", True))
+        self._sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # how retries wait (tests record it)
 
     async def ask(self, request: JudgeRequest) -> JudgeSample:
         """One sample for `request`: from the cache, or from the backend (never raises for a failure)."""
@@ -111,6 +122,12 @@ class ClientJudge:
         self.stats.count(name)
         if self.stats is not judge_totals():
             judge_totals().count(name)
+
+    def _observe(self, limit: AdaptiveLimit) -> None:
+        """Show where the adaptive limit went in the judge's own stats and in the process-wide totals."""
+        self.stats.observe(limit)
+        if self.stats is not judge_totals():
+            judge_totals().observe(limit)
 
     async def _answer(self, request: JudgeRequest) -> JudgeSample:
         key = cache_key(self.backend.identity, request) if self.cache is not None else ""
@@ -136,30 +153,94 @@ class ClientJudge:
         return sample.model_copy(update={"cached": True})
 
     async def _call_with_retries(self, request: JudgeRequest) -> str | JudgeSample:
-        """The answer text, or an error sample after a failure that is final or the last attempt."""
-        last: TransientJudgeError | None = None
-        for attempt in range(1, self.retry.attempts + 1):
-            if attempt > 1:
-                self._count("retries")
-                await asyncio.sleep(self.retry.delay(attempt - 1))
+        """The answer text, or an error sample after a failure that is final, the last attempt, or rate limiting
+        that outlasts the deadline. Ordinary failures are waited out here, with no slot held."""
+        retries = _Retries(self.retry, time.monotonic() + self.retry.rate_limit_deadline)
+        while True:
             try:
-                return await self._call_once(request)
-            except TransientJudgeError as error:
-                _log.info("judge %s attempt %d/%d: %s", request.model, attempt, self.retry.attempts, error)
-                last = error
+                return await self._call_in_slot(request, retries)
             except JudgeCallError as error:
                 return JudgeSample(error=str(error))
-        assert last is not None
-        return JudgeSample(error=f"{last.reason} after {self.retry.attempts} attempts: {last.detail}")
+            except TransientJudgeError as error:
+                wait = retries.wait_after(error)
+                _log.info("judge %s call %d: %s (retry in %s s)", request.model, retries.calls, error, wait)
+                if wait is None:
+                    return JudgeSample(error=retries.given_up(error))
+            self._count("retries")
+            await self._sleep(wait)
 
-    async def _call_once(self, request: JudgeRequest) -> str:
-        async with judge_semaphore(), judge_call_gate():
+    async def _call_in_slot(self, request: JudgeRequest, retries: _Retries) -> str | JudgeSample:
+        """The answer, from calls in one slot of the loop's adaptive limit: a rate-limit or overload answer is
+        waited out in the slot (a refused call is still in flight) and sent again, spending no attempt, until the
+        deadline; then the sample is lost."""
+        limit = judge_limiter()
+        try:
+            async with limit.slot() as slot:
+                while True:
+                    try:
+                        return await self._call_once(request, slot)
+                    except TransientJudgeError as error:
+                        if error.signal is None:
+                            raise
+                        wait = retries.wait_after(error)
+                        _log.info("judge %s call %d: %s (retry in %s s)", request.model, retries.calls, error, wait)
+                        if wait is None:
+                            self._count("lost")
+                            return JudgeSample(error=retries.given_up(error))
+                    self._count("rate_limited")
+                    self._count("retries")
+                    await self._sleep(wait)
+        finally:
+            self._observe(limit)
+
+    async def _call_once(self, request: JudgeRequest, slot: Slot) -> str:
+        """One judge call, where every call starts: the installed gate, then the backend within `timeout`; a
+        rate-limit or overload answer, or a timeout, is reported to the adaptive limit."""
+        async with judge_call_gate():
+            slot.sent()
             self._count("calls")
             try:
                 async with asyncio.timeout(self.timeout):
                     return await self.backend.generate(request)
             except TimeoutError as error:
+                slot.throttled()
                 raise TransientJudgeError("timed out", f"no answer within {self.timeout} s") from error
+            except TransientJudgeError as error:
+                if error.signal is not None:
+                    slot.throttled()
+                raise
+
+
+@dataclass
+class _Retries:
+    """What one `ask` has spent: attempts on ordinary failures, retries on rate limiting, until `deadline`."""
+
+    policy: RetryPolicy
+    deadline: float
+    calls: int = 0
+    failures: int = 0
+    throttled: int = 0
+
+    def wait_after(self, error: TransientJudgeError) -> float | None:
+        """Seconds to wait before calling again after `error`, or `None` to give up (module docstring)."""
+        self.calls += 1
+        if error.signal is None:
+            self.failures += 1
+            return self.policy.delay(self.failures) if self.failures < self.policy.attempts else None
+        self.throttled += 1
+        asked = error.signal.retry_after
+        if asked is None:
+            wait = self.policy.delay(self.throttled)
+        else:  # the provider's delay, stretched a little so that the calls it held back do not return together
+            wait = asked * (1 + self.policy.jitter * random.random())
+        return wait if time.monotonic() + wait <= self.deadline else None
+
+    def given_up(self, error: TransientJudgeError) -> str:
+        """The error of the sample given up after `error`."""
+        if error.signal is None:
+            return f"{error.reason} after {self.policy.attempts} attempts: {error.detail}"
+        deadline = f"{self.policy.rate_limit_deadline:g} s"
+        return f"{error.reason} until the deadline ({deadline}, {self.calls} calls): {error.detail}"
 
 
 def _cache_from(option: JudgeCache | bool) -> JudgeCache | None:

@@ -8,7 +8,8 @@ made before a run starts.
   and `GOOGLE_CLOUD_LOCATION` for Vertex AI (application default credentials are found at the first call).
   `AGENT_EVAL_GEMINI_BASE_URL` moves the endpoint (a proxy, or a fake server in tests).
 
-`AGENT_EVAL_JUDGE_CONCURRENCY` caps judge calls in flight; `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
+`AGENT_EVAL_JUDGE_CONCURRENCY` is the ceiling of the adaptive limit on judge calls in flight
+(`agent_eval.metrics.judged.policy.judge_limiter`); `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS`,
 `AGENT_EVAL_JUDGE_RETRY_INITIAL_DELAY` and `AGENT_EVAL_JUDGE_RETRY_MAX_DELAY` (seconds) set the retries
 (`agent_eval.metrics.judged.policy.retry_policy`). Every `AGENT_EVAL_*` variable is read through
 `agent_eval.settings.settings()`, which rejects a bad value in one line; `check_judge_credentials` reads them
@@ -97,7 +98,8 @@ def check_judge_credentials(model: str) -> None:
 
 
 def judge_concurrency() -> int:
-    """The cap on judge calls in flight per event loop: `AGENT_EVAL_JUDGE_CONCURRENCY`, default 8.
+    """The ceiling of the adaptive limit on judge calls in flight per event loop (the limit itself starts at 16 at
+    most and follows the provider, `agent_eval.runtime.adaptive`): `AGENT_EVAL_JUDGE_CONCURRENCY`, default 8.
 
     Raises:
         EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. this one is not a whole number of at

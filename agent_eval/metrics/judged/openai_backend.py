@@ -28,6 +28,7 @@ from agent_eval.metrics.judged.backends import JudgeCallError, error_for_status,
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import openai_api_key, openai_base_url, openai_model_name
 from agent_eval.metrics.judged.policy import LoopLocal
+from agent_eval.metrics.judged.ratelimit import provider_signal
 from agent_eval.metrics.judged.usage import record_judge_usage
 from agent_eval.schema import ModelUsage
 
@@ -101,7 +102,8 @@ class OpenAIBackend:
         except httpx.TransportError as error:
             raise transport_error(error) from error
         if response.status_code >= 400:
-            raise error_for_status(response.status_code, f"{response.status_code}: {_error_message(response)}")
+            signal = provider_signal(response.status_code, _json_or_none(response), response.headers)
+            raise error_for_status(response.status_code, f"{response.status_code}: {_error_message(response)}", signal)
         _record_usage(response, str(body.get("model") or ""))
         return _message_text(response, empty_ok=empty_ok)
 
@@ -185,6 +187,13 @@ def strict_json_schema(schema: Any) -> Any:
         strict["additionalProperties"] = False
         strict["required"] = list(strict["properties"])
     return strict
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _error_message(response: httpx.Response) -> str:

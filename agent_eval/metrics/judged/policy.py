@@ -1,13 +1,19 @@
-"""How judge calls are paced: retries with exponential backoff, one concurrency cap per event loop, counters.
+"""How judge calls are paced: an adaptive concurrency limit per event loop, retries, counters.
 
-The cap is an `asyncio.Semaphore` per running event loop (asyncio primitives belong to one loop), shared by
-every judge of the process that runs on that loop: a run's metrics, samples and judges all draw from it.
-Its size is `AGENT_EVAL_JUDGE_CONCURRENCY` (default 8), read when the loop first calls a judge.
+The limit is an `AdaptiveLimit` (`agent_eval.runtime.adaptive`) per running event loop (asyncio primitives
+belong to one loop), shared by every judge of the process that runs on that loop: a run's metrics, samples and
+judges all draw from it. It starts at 16 calls in flight (at most the ceiling), grows while calls succeed at a
+steady latency, and is cut, once per round of calls, when rate-limit or overload answers (429,
+`RESOURCE_EXHAUSTED`, 503, a timeout) keep more than a few calls waiting, or when the latency doubles; it never
+exceeds `AGENT_EVAL_JUDGE_CONCURRENCY` (default 8), its ceiling, read when the loop first calls a judge, nor falls
+below 1 (`agent_eval.runtime.adaptive` has the rules).
 
 Retries: a judge made without an explicit `RetryPolicy` takes `current_retry_policy()`: per setting, the
 config's `judge` section (installed for a block by `configured_retry`, e.g. while a criterion is scored),
 else `AGENT_EVAL_JUDGE_RETRY_ATTEMPTS` / `_INITIAL_DELAY` / `_MAX_DELAY`, else ADK's default. Retry settings
-are no part of a judge answer's cache key.
+are no part of a judge answer's cache key. A rate-limit or overload answer spends no attempt: the call keeps its
+slot of the limit and is sent again after the delay the provider asked for (else the backoff) until
+`RetryPolicy.rate_limit_deadline` (10 minutes) after its first call.
 
 Limits beyond the process: inside `gated_judge_calls(gate)` (the flow that scores installs it from the config's
 `limits.judge_calls`), every judge call also enters `gate()` while it holds its local slot: e.g. a slot of a
@@ -15,7 +21,8 @@ Prefect global concurrency or rate limit shared by every run on the judge's API 
 
 Counters: each judge counts into its own `JudgeStats` and into the process-wide `judge_totals()`, which only
 grow; `totals.since(before)` with `before = totals.snapshot()` gives what the judges of the process did in
-between (e.g. while one evaluation scored its criteria).
+between (e.g. while one evaluation scored its criteria). Beside the counters, two gauges say where the limit
+went: `concurrency` (where it settled) and `concurrency_max` (the most calls it let be in flight at once).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Generic, Literal, TypeAlias, TypeVar
 
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged.credentials import DEFAULT_CONCURRENCY, judge_concurrency, judge_retry_env
+from agent_eval.runtime.adaptive import AdaptiveLimit
 
 __all__ = [
     "CounterName",
@@ -42,13 +50,17 @@ __all__ = [
     "current_retry_policy",
     "gated_judge_calls",
     "judge_call_gate",
+    "judge_limiter",
     "judge_semaphore",
     "judge_totals",
     "retry_policy",
+    "use_judge_limiter",
 ]
 
 T = TypeVar("T")
-CounterName: TypeAlias = Literal["samples", "calls", "cache_hits", "retries", "errors"]
+CounterName: TypeAlias = Literal["samples", "calls", "cache_hits", "retries", "errors", "rate_limited", "lost"]
+GAUGES = ("concurrency", "concurrency_max")
+"""The `JudgeStats` fields that are levels, not counts: `since` gives their value now, not a difference."""
 
 
 class LoopLocal(Generic[T]):
@@ -68,6 +80,12 @@ class LoopLocal(Generic[T]):
                 value = self._values[loop] = self._factory()
             return value
 
+    def set(self, value: T) -> None:
+        """Make `value` the running loop's value."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._values[loop] = value
+
     def pop(self) -> T | None:
         """Forget the running loop's value and return it (`None` when it was never made)."""
         loop = asyncio.get_running_loop()
@@ -75,20 +93,31 @@ class LoopLocal(Generic[T]):
             return self._values.pop(loop, None)
 
 
-def _new_semaphore() -> asyncio.Semaphore:
+def _new_limiter() -> AdaptiveLimit:
     try:
-        limit = judge_concurrency()
+        ceiling = judge_concurrency()
     except EvalInputError:  # reported before the run by check_judge_credentials; a call never raises
-        limit = DEFAULT_CONCURRENCY
-    return asyncio.Semaphore(limit)
+        ceiling = DEFAULT_CONCURRENCY
+    return AdaptiveLimit(ceiling)
 
 
-_SEMAPHORES: LoopLocal[asyncio.Semaphore] = LoopLocal(_new_semaphore)
+_LIMITERS: LoopLocal[AdaptiveLimit] = LoopLocal(_new_limiter)
 
 
-def judge_semaphore() -> asyncio.Semaphore:
-    """The running loop's cap on judge calls in flight, shared by all judges (see the module docstring)."""
-    return _SEMAPHORES.get()
+def judge_limiter() -> AdaptiveLimit:
+    """The running loop's adaptive limit on judge calls in flight, shared by all judges (module docstring)."""
+    return _LIMITERS.get()
+
+
+def use_judge_limiter(limit: AdaptiveLimit) -> None:
+    """Send the running loop's judge calls from now on under `limit`: e.g. one that starts where an earlier run
+    settled (`AdaptiveLimit(ceiling, initial=settled)`), or a fixed one (`floor = initial = ceiling`)."""
+    _LIMITERS.set(limit)
+
+
+def judge_semaphore() -> AdaptiveLimit:
+    """`judge_limiter()`, by the name it had while the cap was a fixed semaphore (`acquire`, `locked` alike)."""
+    return judge_limiter()
 
 
 _GATE: ContextVar[Callable[[], AbstractAsyncContextManager[object]] | None] = ContextVar(
@@ -121,12 +150,18 @@ class RetryPolicy:
     up to `jitter` of itself (so parallel calls that hit a rate limit together do not retry together).
     Defaults are ADK's: 7 attempts, 5 s doubling up to 120 s.
 
+    A rate-limit or overload answer (429, `RESOURCE_EXHAUSTED`, 503) spends no attempt: the call is retried
+    after the delay the provider asked for (`Retry-After`, Gemini's `RetryInfo.retryDelay`), stretched by up to
+    `jitter`, else after the same backoff counted over those answers, for as long as the next call would start
+    within `rate_limit_deadline` of the first.
+
     Attributes:
-        attempts: calls in all, the first included (1 = no retry).
+        attempts: calls in all, the first included (1 = no retry), rate-limit and overload answers aside.
         initial_delay: seconds before the first retry.
-        max_delay: the longest wait, in seconds.
+        max_delay: the longest wait of the backoff, in seconds (a provider's own delay is waited as asked).
         exp_base: the growth factor of the wait.
         jitter: the random share added to each wait (0 = none).
+        rate_limit_deadline: seconds after its first call within which a rate-limited call is retried (0 = never).
     """
 
     attempts: int = 7
@@ -134,11 +169,13 @@ class RetryPolicy:
     max_delay: float = 120.0
     exp_base: float = 2.0
     jitter: float = 0.1
+    rate_limit_deadline: float = 600.0
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ValueError(f"RetryPolicy.attempts must be at least 1, got {self.attempts!r}")
-        if min(self.initial_delay, self.max_delay, self.jitter) < 0 or self.exp_base < 1:
+        delays = (self.initial_delay, self.max_delay, self.jitter, self.rate_limit_deadline)
+        if min(delays) < 0 or self.exp_base < 1:
             raise ValueError(f"RetryPolicy delays and jitter must be >= 0 and exp_base >= 1, got {self!r}")
 
     def delay(self, retry: int) -> float:
@@ -149,14 +186,18 @@ class RetryPolicy:
 
 @dataclass
 class JudgeStats:
-    """What a judge did (thread-safe counters), for a metric's details.
+    """What a judge did (thread-safe counters and two gauges), for a metric's details and the run's summary.
 
     Attributes:
         samples: answers returned by `ask`.
         calls: requests sent to the backend (every attempt counts).
         cache_hits: answers read from the cache (no request).
-        retries: attempts after a retryable failure.
+        retries: calls after a retryable failure (rate-limited ones included).
         errors: answers with `error` set (failed calls and unparseable answers), never dropped.
+        rate_limited: calls retried after a rate-limit or overload answer (429, `RESOURCE_EXHAUSTED`, 503).
+        lost: answers given up on rate limiting or overload (`RetryPolicy.rate_limit_deadline` passed).
+        concurrency: where the adaptive limit settled (the median of its last values), at the last call.
+        concurrency_max: the most judge calls the limit let be in flight at once, at the last call.
     """
 
     samples: int = 0
@@ -164,6 +205,10 @@ class JudgeStats:
     cache_hits: int = 0
     retries: int = 0
     errors: int = 0
+    rate_limited: int = 0
+    lost: int = 0
+    concurrency: int = 0
+    concurrency_max: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, name: CounterName, amount: int = 1) -> None:
@@ -171,8 +216,14 @@ class JudgeStats:
         with self._lock:
             setattr(self, name, getattr(self, name) + amount)
 
+    def observe(self, limit: AdaptiveLimit) -> None:
+        """Set the gauges from the adaptive limit a call was made under."""
+        with self._lock:
+            self.concurrency, self.concurrency_max = limit.settled, limit.most_in_flight
+
     def as_dict(self) -> dict[str, int]:
-        """The counters by name, e.g. `{"samples": 5, "calls": 6, "cache_hits": 0, "retries": 1, "errors": 0}`."""
+        """The counters and gauges by name, e.g. `{"samples": 5, "calls": 6, "cache_hits": 0, "retries": 1,
+        "errors": 0, "rate_limited": 1, "lost": 0, "concurrency": 8, "concurrency_max": 8}`."""
         with self._lock:
             return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
@@ -181,8 +232,14 @@ class JudgeStats:
         return self.as_dict()
 
     def since(self, snapshot: Mapping[str, int]) -> dict[str, int]:
-        """What was counted after `snapshot` was taken, by counter name."""
-        return {name: value - snapshot.get(name, 0) for name, value in self.as_dict().items()}
+        """What was counted after `snapshot` was taken, by counter name; the gauges as they are now when a call
+        was made since, else 0."""
+        now = self.as_dict()
+        called = now["calls"] > snapshot.get("calls", 0)
+        return {
+            name: (value if called else 0) if name in GAUGES else value - snapshot.get(name, 0)
+            for name, value in now.items()
+        }
 
 
 _TOTALS = JudgeStats()

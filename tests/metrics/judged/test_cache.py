@@ -32,7 +32,17 @@ def test_same_request_twice_makes_one_call_and_the_second_is_cached(fake_gemini:
     assert not first.cached and second.cached
     assert second.parsed == first.parsed == Verdict(label="valid", rationale="same meaning")
     assert second.raw_text == first.raw_text
-    assert judge.stats.as_dict() == {"samples": 2, "calls": 1, "cache_hits": 1, "retries": 0, "errors": 0}
+    assert judge.stats.as_dict() == {
+        "samples": 2,
+        "calls": 1,
+        "cache_hits": 1,
+        "retries": 0,
+        "errors": 0,
+        "rate_limited": 0,
+        "lost": 0,
+        "concurrency": 8,
+        "concurrency_max": 1,
+    }
 
 
 def test_each_sample_index_is_its_own_call(fake_gemini: FakeGeminiServer) -> None:
@@ -152,4 +162,14 @@ def test_stats_can_be_shared_across_judges(fake_gemini: FakeGeminiServer) -> Non
     run(judge_for(fake_gemini, stats=stats).ask(make_request()))
     run(judge_for(fake_gemini, stats=stats).ask(make_request()))
 
-    assert stats.as_dict() == {"samples": 2, "calls": 1, "cache_hits": 1, "retries": 0, "errors": 0}
+    assert stats.as_dict() == {
+        "samples": 2,
+        "calls": 1,
+        "cache_hits": 1,
+        "retries": 0,
+        "errors": 0,
+        "rate_limited": 0,
+        "lost": 0,
+        "concurrency": 8,
+        "concurrency_max": 1,
+    }

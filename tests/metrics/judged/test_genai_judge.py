@@ -43,7 +43,17 @@ def test_structured_answer_is_parsed_and_request_asks_for_json(fake_gemini: Fake
     assert generation["responseMimeType"] == "application/json"
     assert generation["responseSchema"]["properties"]["label"]["enum"] == ["valid", "invalid"]
     assert generation["temperature"] == 0.0
-    assert judge.stats.as_dict() == {"samples": 1, "calls": 1, "cache_hits": 0, "retries": 0, "errors": 0}
+    assert judge.stats.as_dict() == {
+        "samples": 1,
+        "calls": 1,
+        "cache_hits": 0,
+        "retries": 0,
+        "errors": 0,
+        "rate_limited": 0,
+        "lost": 0,
+        "concurrency": 8,
+        "concurrency_max": 1,
+    }
 
 
 def test_make_judge_reads_key_and_base_url_from_environment(
@@ -102,12 +112,14 @@ def test_rate_limited_twice_then_answered_gives_one_sample_after_three_requests(
 
     assert sample.usable and sample.parsed == Verdict(label="valid", rationale="same meaning")
     assert len(fake_gemini.requests) == 3
-    assert judge.stats.as_dict() == {"samples": 1, "calls": 3, "cache_hits": 0, "retries": 2, "errors": 0}
+    # rate-limited retries spend no attempt; each refusal of the only call in flight halved the limit: 8, 4, 2
+    counts = {"samples": 1, "calls": 3, "cache_hits": 0, "retries": 2, "errors": 0, "rate_limited": 2, "lost": 0}
+    assert judge.stats.as_dict() == {**counts, "concurrency": 2, "concurrency_max": 1}
 
 
 @pytest.mark.parametrize(
-    ("status", "reason"), [(500, "server error"), (503, "server error"), (429, "rate limited"), (408, "timed out")]
-)
+    ("status", "reason"), [(500, "server error"), (408, "timed out")]
+)  # 429, 503: test_rate_limits
 def test_retryable_status_on_every_attempt_is_an_error_sample(
     fake_gemini: FakeGeminiServer, status: int, reason: str
 ) -> None:
@@ -120,7 +132,17 @@ def test_retryable_status_on_every_attempt_is_an_error_sample(
     assert sample.error.startswith(f"{reason} after {FAST.attempts} attempts: {status} ")
     assert "try later" in sample.error
     assert len(fake_gemini.requests) == FAST.attempts and not fake_gemini.unscripted
-    assert judge.stats.as_dict() == {"samples": 1, "calls": 4, "cache_hits": 0, "retries": 3, "errors": 1}
+    assert judge.stats.as_dict() == {
+        "samples": 1,
+        "calls": 4,
+        "cache_hits": 0,
+        "retries": 3,
+        "errors": 1,
+        "rate_limited": 0,
+        "lost": 0,
+        "concurrency": 8,
+        "concurrency_max": 1,
+    }
 
 
 @pytest.mark.parametrize("status", [400, 403, 404])

@@ -151,7 +151,7 @@ def test_a_rate_limited_attempt_costs_nothing_and_the_answered_retry_counts(gemi
 
 
 def test_a_judge_that_never_answers_costs_no_tokens(gemini: FakeGeminiServer) -> None:
-    gemini.script(*[error_reply(503, "overloaded")] * 3)
+    gemini.script(*[error_reply(500, "internal")] * 3)  # 500: retried per attempt (a 503 would be waited out)
 
     [result] = score([case_run(0)], num_samples=1)
 

@@ -115,7 +115,7 @@ def test_without_settings_the_policy_is_adks() -> None:
 
 def test_environment_reaches_the_judge_and_its_waits(gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch) -> None:
     set_retry_env(monkeypatch, attempts="3", initial_delay="0.05", max_delay="0.5")
-    gemini.script(text_reply(verdict_json()), error_reply(503, "overloaded"), text_reply(verdict_json()))
+    gemini.script(text_reply(verdict_json()), error_reply(500, "oops"), text_reply(verdict_json()))
     judge = make_judge(MODEL)
 
     async def timed() -> tuple[JudgeSample, float]:
@@ -128,16 +128,26 @@ def test_environment_reaches_the_judge_and_its_waits(gemini: FakeGeminiServer, m
 
     assert judge.retry == RetryPolicy(attempts=3, initial_delay=0.05, max_delay=0.5)
     assert sample.usable and elapsed < 3.0  # ADK's first wait alone is 5 s (room for a busy machine)
-    assert judge.stats.as_dict() == {"samples": 2, "calls": 3, "cache_hits": 0, "retries": 1, "errors": 0}
+    assert judge.stats.as_dict() == {
+        "samples": 2,
+        "calls": 3,
+        "cache_hits": 0,
+        "retries": 1,
+        "errors": 0,
+        "rate_limited": 0,
+        "lost": 0,
+        "concurrency": 8,
+        "concurrency_max": 1,
+    }
 
 
 def test_environment_attempts_bound_the_calls(gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch) -> None:
     set_retry_env(monkeypatch, attempts="2", initial_delay="0")
-    gemini.script(*[error_reply(503, "overloaded")] * 2)
+    gemini.script(*[error_reply(500, "oops")] * 2)
 
     sample = run(make_judge(MODEL).ask(make_request()))
 
-    assert sample.error == "server error after 2 attempts: 503 UNAVAILABLE: overloaded"
+    assert sample.error == "server error after 2 attempts: 500 INTERNAL: oops"
     assert len(gemini.requests) == 2
 
 
@@ -145,7 +155,7 @@ def test_config_wins_over_the_environment_setting_by_setting(
     fake_gemini: FakeGeminiServer, judges: list[ClientJudge], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     set_retry_env(monkeypatch, attempts="2", initial_delay="0.05")
-    fake_gemini.script(error_reply(503), error_reply(503), SAFE)  # 2 attempts (the env's) would not do
+    fake_gemini.script(error_reply(500), error_reply(500), SAFE)  # 2 attempts (the env's) would not do
 
     started = time.perf_counter()
     [result] = score(case_runs(1), JudgeConfig(retry_attempts=3))
@@ -235,7 +245,7 @@ def test_run_summary_counts_the_judges_of_the_run_and_cache_keys_ignore_retries(
     fake_gemini: FakeGeminiServer, judges: list[ClientJudge], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     set_retry_env(monkeypatch, initial_delay="0.01")
-    fake_gemini.script(error_reply(503), error_reply(400, "blocked"))  # one retry, then one unusable sample
+    fake_gemini.script(error_reply(500), error_reply(400, "blocked"))  # one retry, then one unusable sample
     fake_gemini.respond_with(lambda _body: SAFE)
     runs = case_runs(3)
 
@@ -246,10 +256,12 @@ def test_run_summary_counts_the_judges_of_the_run_and_cache_keys_ignore_retries(
         runs, score(runs, JudgeConfig(retry_attempts=2, retry_max_delay=1)), judge_totals().since(middle)
     )
 
-    assert first.summary.judge == {"samples": 3, "calls": 4, "cache_hits": 0, "retries": 1, "errors": 1}
+    limit = {"rate_limited": 0, "lost": 0, "concurrency": 8, "concurrency_max": 3}  # 3 case runs at once
+    assert first.summary.judge == {"samples": 3, "calls": 4, "cache_hits": 0, "retries": 1, "errors": 1, **limit}
     assert "judge: 4 calls, 0 answers from cache, 1 retry, 1 unusable sample" in format_summary(first).splitlines()
     # other retry settings, same cache keys: the two usable answers are read back, the failed one asked again
-    assert second.summary.judge == {"samples": 3, "calls": 1, "cache_hits": 2, "retries": 0, "errors": 0}
+    counts = {"samples": 3, "calls": 1, "cache_hits": 2, "retries": 0, "errors": 0}
+    assert second.summary.judge == {**counts, **limit, "concurrency_max": 1}  # a new loop: its own limit
     assert "judge: 1 call, 2 answers from cache, 0 retries, 0 unusable samples" in format_summary(second).splitlines()
     assert sum(judge.stats.as_dict()["calls"] for judge in judges) == 5
     assert RunReport.model_validate_json(second.model_dump_json()).summary.judge == second.summary.judge
@@ -285,7 +297,8 @@ def test_totals_are_read_whole_from_another_thread_while_judges_count(gemini: Fa
         done.set()
         reader.join()
 
-    assert judge_totals().since(before) == {"samples": 20, "calls": 20, "cache_hits": 0, "retries": 0, "errors": 0}
+    counts = {"samples": 20, "calls": 20, "cache_hits": 0, "retries": 0, "errors": 0, "rate_limited": 0, "lost": 0}
+    assert judge_totals().since(before) == {**counts, "concurrency": 8, "concurrency_max": 8}
     assert len(seen) > 1
     assert all(a["samples"] <= b["samples"] and a["calls"] <= b["calls"] for a, b in itertools.pairwise(seen))
     assert all(snapshot["samples"] <= snapshot["calls"] for snapshot in seen)  # a sample follows its call
