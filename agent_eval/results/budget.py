@@ -120,12 +120,13 @@ class Spend:
         `after_probe`: `PROBE_PENDING` while this process has a call of `kind` in flight and none of the run has
         finished (nothing is known of what a call costs yet: wait for it, `wait_for_change`)."""
         with self._lock:
-            if after_probe and self.stopped is None and self._probing(kind):
+            run = self._run_totals()  # one read of the other processes' spend (the store, for a shard)
+            if after_probe and self.stopped is None and self._probing(kind, run):
                 return PROBE_PENDING
             if self.stopped is None:
-                self.stopped = self._refusal(kind)
+                self.stopped = self._refusal(run, kind)
             if self.stopped is not None:
-                return f"{self.stopped} ({self._spent_text(self._run_totals())})"
+                return f"{self.stopped} ({self._spent_text(run)})"
             self._mine.in_flight[kind] = self._mine.in_flight.get(kind, 0) + 1
             totals = self._mine.model_copy(deep=True)
         self._publish(totals)
@@ -155,11 +156,9 @@ class Spend:
         with self._lock:
             self._changed.wait(timeout)
 
-    def _probing(self, kind: CallKind) -> bool:
+    def _probing(self, kind: CallKind, run: SpendTotals) -> bool:
         """Whether this process's first call of `kind` is in flight with none of the run's finished (the lock held)."""
-        if self._mine.in_flight.get(kind, 0) == 0 or self._mine.finished.get(kind, 0) > 0:
-            return False
-        return self.others is None or self.others().finished.get(kind, 0) == 0
+        return self._mine.in_flight.get(kind, 0) > 0 and run.finished.get(kind, 0) == 0
 
     @property
     def totals(self) -> SpendTotals:
@@ -178,9 +177,8 @@ class Spend:
         parts.append(f"{_tokens(merged_usage(run.agent, run.judges)):,} tokens" if self.budget.tokens else "")
         return " and ".join(part for part in parts if part) + " spent"
 
-    def _refusal(self, kind: CallKind) -> str | None:
-        """Why a new call of `kind` may not start now (the rule), or None."""
-        run = self._run_totals()
+    def _refusal(self, run: SpendTotals, kind: CallKind) -> str | None:
+        """Why a new call of `kind` may not start now, with the run's spend `run` (the rule), or None."""
         if self.budget.usd is not None:
             reason = self._over_dollars(run, kind, self.budget.usd)
             if reason is not None:
