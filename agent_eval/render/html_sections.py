@@ -29,7 +29,7 @@ from agent_eval.render.console import cache_line, format_usd
 from agent_eval.render.html_charts import CaseCost, cost_chart
 from agent_eval.render.html_efficiency import efficiency_badges, efficiency_table
 from agent_eval.render.verdict import NO_COMPARABLE_BASELINE, regression_test, regression_verdict
-from agent_eval.results.aggregate import case_cost, case_cost_parts, metric_judge_costs
+from agent_eval.results.aggregate import case_cost_parts, metric_judge_costs
 from agent_eval.results.agreement_model import JudgeAgreement
 from agent_eval.results.model import CaseResult, MetricResult, RunReport, case_anchor
 from agent_eval.results.pricing import stored_prices
@@ -135,6 +135,10 @@ def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
+CaseCosts = list[tuple[CaseResult, float | None, float | None]]
+"""Each case run with its agent and judge dollars (`case_cost_parts`: 0 for a side without tokens, None unknown)."""
+
+
 def cost_section(report: RunReport) -> str:
     """The card of what the run cost (`RunSummary.cost`): per side (agent, judges) and model, its calls, tokens and
     dollars, where the prices came from, then the costliest case runs (agent and judge tokens priced alike); empty
@@ -143,6 +147,8 @@ def cost_section(report: RunReport) -> str:
     cost = summary.cost
     if cost is None:
         return ""
+    prices = stored_prices(report.config)
+    parts: CaseCosts = [(case, *case_cost_parts(case, prices)) for case in report.cases]
     head = "<tr><th>who</th><th>model</th><th>calls</th><th>input</th><th>cached</th><th>output</th><th>thinking</th>"
     head += "<th>cost</th></tr>"
     rows = "".join(
@@ -160,7 +166,7 @@ def cost_section(report: RunReport) -> str:
     return (
         f'<section class="card cost"><h2>Cost</h2><p>{total}{unpriced}</p>'
         f'<div class="table-scroll"><table class="compare">{head}{rows}</table></div>{_per_criterion(report)}'
-        f"{_case_cost_chart(report)}{_costliest(report)}</section>"
+        f"{_case_cost_chart(parts)}{_costliest(parts)}</section>"
     )
 
 
@@ -182,18 +188,16 @@ def _count(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
-def _case_cost_chart(report: RunReport) -> str:
+def _case_cost_chart(parts: CaseCosts) -> str:
     """Each case run's agent and judge dollars as a column linked to it (empty when a cost is unknown: a chart
     of part of the costs would mislead)."""
-    prices = stored_prices(report.config)
-    parts = [(case, *case_cost_parts(case, prices)) for case in report.cases]
-    if any(agent is None or judges is None for _, agent, judges in parts):
-        return ""
     costs = [
         CaseCost(f"{case.eval_set_id} / {case.eval_id} #{case.run_index}", case_anchor(case), agent, judges)
         for case, agent, judges in parts
         if agent is not None and judges is not None
     ]
+    if len(costs) < len(parts):
+        return ""
     chart = cost_chart(costs)
     intro = "<p>Cost per case run (agent below, judges above; a column links to its case run):</p>"
     return intro + chart if chart else ""
@@ -205,10 +209,10 @@ def _cost_row(who: str, model: str, usage: ModelUsage, usd: float | None) -> str
     return f"<tr><td>{who}</td><td>{_e(model)}</td>{cells}<td>{format_usd(usd)}</td></tr>"
 
 
-def _costliest(report: RunReport, count: int = 5) -> str:
-    """The `count` case runs that cost the most (their agent and judge tokens priced as the run's), as links."""
-    prices = stored_prices(report.config)
-    priced = [(case_cost(case, prices), case) for case in report.cases]
+def _costliest(parts: CaseCosts, count: int = 5) -> str:
+    """The `count` case runs that cost the most (their agent and judge tokens priced as the run's), as links;
+    a case run whose cost is unknown, or nothing, is not one."""
+    priced = [(agent + judges, case) for case, agent, judges in parts if agent is not None and judges is not None]
     known = sorted(((usd, case) for usd, case in priced if usd), key=lambda pair: -pair[0])[:count]
     if not known:
         return ""
