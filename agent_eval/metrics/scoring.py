@@ -49,9 +49,10 @@ async def score_criterion(
     of `EvaluateConfig.parallelism` (default 4), while inside one case run its `LlmAsJudge.evaluate_invocations`
     gathers the samples of all its invocations under one semaphore of `judge_model_options.parallelism_limit`
     (default 1). Here the same holds: a judged metric makes one `Sampler` per case run, whose semaphore of
-    `parallelism_limit` bounds that case run's judge calls, and `judge_semaphore()` (`AGENT_EVAL_JUDGE_CONCURRENCY`,
-    default 8) bounds every judge call of the event loop. With ADK's `parallelism_limit` of 1 a case run has one
-    call in flight, so as many case runs as the judge cap are scored at once (at least ADK's 4). Measured
+    `parallelism_limit` bounds that case run's judge calls, and `judge_limiter()` (an adaptive limit whose ceiling
+    is `AGENT_EVAL_JUDGE_CONCURRENCY`, default 8) bounds every judge call of the event loop. With ADK's
+    `parallelism_limit` of 1 a case run has one call in flight, so as many case runs as the judge cap are scored
+    at once (at least ADK's 4). Measured
     against the fake Gemini server: 16 case runs x 1 sample with a 0.3 s judge took 0.85 s (4.8 s one after
     another), 33 x 5 samples with a 0.1 s judge 4.1 s (16.5 s), never more than 8 calls in flight.
 

@@ -51,7 +51,6 @@ __all__ = [
     "gated_judge_calls",
     "judge_call_gate",
     "judge_limiter",
-    "judge_semaphore",
     "judge_totals",
     "retry_policy",
     "use_judge_limiter",
@@ -113,11 +112,6 @@ def use_judge_limiter(limit: AdaptiveLimit) -> None:
     """Send the running loop's judge calls from now on under `limit`: e.g. one that starts where an earlier run
     settled (`AdaptiveLimit(ceiling, initial=settled)`), or a fixed one (`floor = initial = ceiling`)."""
     _LIMITERS.set(limit)
-
-
-def judge_semaphore() -> AdaptiveLimit:
-    """`judge_limiter()`, by the name it had while the cap was a fixed semaphore (`acquire`, `locked` alike)."""
-    return judge_limiter()
 
 
 _GATE: ContextVar[Callable[[], AbstractAsyncContextManager[object]] | None] = ContextVar(

@@ -12,7 +12,7 @@ import pytest
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged.base import JudgeSample
 from agent_eval.metrics.judged.client import GenaiJudge
-from agent_eval.metrics.judged.policy import judge_semaphore
+from agent_eval.metrics.judged.policy import judge_limiter
 from tests.fakes.gemini_server import FakeGeminiServer, text_reply
 from tests.metrics.judged.helpers import FAST, make_request, run, verdict_json
 
@@ -74,7 +74,7 @@ def test_cap_is_shared_by_all_judges_on_the_loop(
 
 def test_default_cap_is_eight_and_each_loop_has_its_own() -> None:
     async def probe() -> tuple[asyncio.Semaphore, bool, bool]:
-        semaphore = judge_semaphore()
+        semaphore = judge_limiter()
         for _ in range(7):
             await semaphore.acquire()
         after_seven = semaphore.locked()
