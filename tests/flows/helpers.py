@@ -1,4 +1,5 @@
-"""Writing small eval sets for flow tests: one invocation per case, expected = what `echo_agent` does."""
+"""Helpers of the flow tests: small eval sets (one invocation per case, expected = what `echo_agent` does), a
+workstation environment for `agent-eval` processes, and `agent-eval` run in this process."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import os
 import uuid
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from agent_eval.cli import main
 
 
 def echo_case(eval_id: str, message: str) -> dict[str, Any]:
@@ -61,3 +66,12 @@ def workstation_env(tmp_path: Path, store_url: str, name: str, **extra: str) -> 
         }
     )
     return env, home
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`agent-eval ARGV` in this process: its exit code, stdout and stderr (which must hold no traceback)."""
+    capsys.readouterr()
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err, captured.err
+    return code, captured.out, captured.err

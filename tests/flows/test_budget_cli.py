@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 
 from agent_eval.agents import AgentSession, AgentTurn
-from agent_eval.cli import main
 from agent_eval.plan.eval_plan import EvalRequest
 from agent_eval.results.pricing import price_table
 from agent_eval.runtime.processes import process_alive
@@ -35,7 +34,7 @@ from agent_eval.schema import EvalStatus, ModelUsage
 from agent_eval.store import CaseRecord, RunCreate, RunRead, get_engine, get_run, list_runs, load_case_records
 from agent_eval.store.spend import run_spend_of
 from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FAKE_API_KEY
-from tests.flows.helpers import workstation_env
+from tests.flows.helpers import cli, workstation_env
 
 # Not `tests.conftest.REPO_ROOT`: importing the conftest in an `agent-eval` process would reset its
 # AGENT_EVAL_HOME and AGENT_EVAL_DB_URL to the test session's.
@@ -121,14 +120,6 @@ def write_config(folder: Path, **sections: Any) -> Path:
 
 
 # -------------------------------------------------------------------------------------------------------- reading back
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err, captured.err
-    return code, captured.out, captured.err
-
-
 def only_run(db_url: str) -> RunRead:
     [run] = list_runs(get_engine(db_url), limit=None)
     return run

@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from agent_eval.agents import AgentSession, AgentTurn, ToolCallRecord
-from agent_eval.cli import main
 from agent_eval.results.pricing import price_table
 from agent_eval.schema import ModelUsage
 from agent_eval.store import get_engine, list_runs
-from tests.flows.helpers import echo_case, workstation_env
+from tests.flows.helpers import cli, echo_case, workstation_env
 
 # Not `tests.conftest.REPO_ROOT`: the `agent-eval` processes below import this module for its agent, and importing
 # the conftest would reset their AGENT_EVAL_HOME and AGENT_EVAL_DB_URL to the test session's.
@@ -79,14 +78,6 @@ def write_eval_set(folder: Path) -> Path:
     config = {"criteria": {"response_match_score": 0.8}, "pricing": PRICING}
     (folder / "test_config.json").write_text(json.dumps(config), "utf-8")
     return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err, captured.err
-    return code, captured.out, captured.err
 
 
 def stored_run_ids(sqlite_url: str) -> list[str]:
