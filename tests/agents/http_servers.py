@@ -21,8 +21,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.listening import FakeHTTPServer
 
 Reply = tuple[int, Any]
 """(HTTP status, JSON body)."""
@@ -73,8 +75,7 @@ def _handler_class(routes: _Routes) -> type[BaseHTTPRequestHandler]:
 def serve(handle: Callable[[str, str, Any], Reply]) -> Iterator[tuple[str, list[Recorded]]]:
     """Serve `handle(method, path, json_body) -> (status, json)` on a free port; yields (base URL, requests)."""
     routes = _Routes(handle)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(routes))
-    server.daemon_threads = True
+    server = FakeHTTPServer(("127.0.0.1", 0), _handler_class(routes))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -32,12 +32,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeAlias
 
 import pytest
 from google import genai
 from google.genai import types
+
+from tests.fakes.listening import FakeHTTPServer
 
 __all__ = [
     "CREDENTIAL_VARIABLES",
@@ -124,7 +126,7 @@ class FakeGeminiServer:
     _fallback: Handler | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
-    _http: ThreadingHTTPServer | None = None
+    _http: FakeHTTPServer | None = None
 
     @property
     def base_url(self) -> str:
@@ -153,8 +155,7 @@ class FakeGeminiServer:
 
     def start(self) -> FakeGeminiServer:
         """Listen on a free port of 127.0.0.1 in a daemon thread."""
-        http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        http.daemon_threads = True
+        http = FakeHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._http = http
         serve = functools.partial(http.serve_forever, poll_interval=0.02)  # a quick stop
         threading.Thread(target=serve, name="fake-gemini", daemon=True).start()

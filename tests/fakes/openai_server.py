@@ -23,12 +23,13 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from tests.fakes.gemini_server import FakeReply, RecordedRequest, Reply, slow
+from tests.fakes.listening import FakeHTTPServer
 
 __all__ = ["FakeOpenAIServer", "FakeReply", "chat_reply", "error_reply", "fake_openai", "slow"]
 
@@ -64,7 +65,7 @@ class FakeOpenAIServer:
     _queue: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
-    _http: ThreadingHTTPServer | None = None
+    _http: FakeHTTPServer | None = None
 
     @property
     def base_url(self) -> str:
@@ -80,8 +81,7 @@ class FakeOpenAIServer:
 
     def start(self) -> FakeOpenAIServer:
         """Listen on a free port of 127.0.0.1 in a daemon thread."""
-        http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        http.daemon_threads = True
+        http = FakeHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._http = http
         serve = functools.partial(http.serve_forever, poll_interval=0.02)
         threading.Thread(target=serve, name="fake-openai", daemon=True).start()

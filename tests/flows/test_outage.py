@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from agent_eval.cli import main
 from agent_eval.store import get_engine, get_run, list_runs
 from tests.agents.http_servers import _handler_class, _Routes, serve
+from tests.fakes.listening import FakeHTTPServer
 from tests.flows.helpers import write_echo_set
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server")]
@@ -36,8 +36,7 @@ class DyingServer:
     def __init__(self, answers: int) -> None:
         self.answers, self.served = answers, 0
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(_Routes(self.handle)))
-        self.server.daemon_threads = True
+        self.server = FakeHTTPServer(("127.0.0.1", 0), _handler_class(_Routes(self.handle)))
 
     @property
     def url(self) -> str:
