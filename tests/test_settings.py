@@ -108,7 +108,7 @@ def test_unset_empty_and_blank_variables_give_the_defaults(monkeypatch: pytest.M
     monkeypatch.setenv("HOME", "/home/someone")
     defaults = settings()
     assert defaults.home == Path("/home/someone/.agent_eval")
-    assert (defaults.judge_concurrency, defaults.warm, defaults.keep_sessions) == (8, True, False)
+    assert (defaults.judge_concurrency, defaults.warm, defaults.keep_sessions) == (64, True, False)
     assert (defaults.progress_interval, defaults.warm_idle_minutes, defaults.max_input_mb) == (10.0, 60.0, 25.0)
     assert (defaults.judge_backend, defaults.prefect_server, defaults.alert_webhook) == ("google", None, None)
     for variable, value in [("AGENT_EVAL_JUDGE_CONCURRENCY", ""), ("AGENT_EVAL_MAX_INPUT_MB", "   ")]:
@@ -128,7 +128,7 @@ def test_each_call_reads_the_environment_as_it_is_now(monkeypatch: pytest.Monkey
         settings()
     monkeypatch.setenv("HOME", "/home/elsewhere")
     monkeypatch.delenv("AGENT_EVAL_JUDGE_CONCURRENCY")
-    assert (settings().judge_concurrency, settings().home) == (8, Path("/home/elsewhere/.agent_eval"))
+    assert (settings().judge_concurrency, settings().home) == (64, Path("/home/elsewhere/.agent_eval"))
 
 
 # -------------------------------------------------------------------------------------------- bad values

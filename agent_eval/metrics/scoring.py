@@ -50,9 +50,10 @@ async def score_criterion(
     gathers the samples of all its invocations under one semaphore of `judge_model_options.parallelism_limit`
     (default 1). Here the same holds: a judged metric makes one `Sampler` per case run, whose semaphore of
     `parallelism_limit` bounds that case run's judge calls, and `judge_limiter()` (an adaptive limit whose ceiling
-    is `AGENT_EVAL_JUDGE_CONCURRENCY`, default 8) bounds every judge call of the event loop. With ADK's
-    `parallelism_limit` of 1 a case run has one call in flight, so as many case runs as the judge cap are scored
-    at once (at least ADK's 4). Measured
+    is `AGENT_EVAL_JUDGE_CONCURRENCY`, default 64) bounds every judge call of the event loop. With ADK's
+    `parallelism_limit` of 1 a case run has one call in flight, so as many case runs as the judge ceiling are
+    scored at once (at least ADK's 4): fewer would leave slots the adaptive limit grows to unused, and a worker
+    beyond the limit's current value only waits for a slot. Measured with the cap at 8
     against the fake Gemini server: 16 case runs x 1 sample with a 0.3 s judge took 0.85 s (4.8 s one after
     another), 33 x 5 samples with a 0.1 s judge 4.1 s (16.5 s), never more than 8 calls in flight.
 
@@ -77,11 +78,17 @@ async def score_criterion(
 
 
 def case_runs_in_flight() -> int:
-    """How many case runs one criterion scores at once: the judge cap, at least `MIN_CASE_RUNS_IN_FLIGHT`."""
+    """How many case runs one criterion scores at once: the judge ceiling (`AGENT_EVAL_JUDGE_CONCURRENCY`, default
+    64), at least `MIN_CASE_RUNS_IN_FLIGHT`.
+
+    Each is a worker coroutine; a judged one waits for a slot of `judge_limiter()`, which starts at 16 and lets
+    more in only while the provider keeps up, so 64 workers cost nothing when the limit stays lower. A custom
+    async metric that calls a service of its own is bounded by this number alone: lower the variable to hold it.
+    """
     try:
         cap = judge_concurrency()
     except EvalInputError:  # reported before the run by check_judge_credentials; scoring never raises for it
-        cap = DEFAULT_CONCURRENCY
+        cap = DEFAULT_CONCURRENCY  # the limiter's ceiling falls back to it too (policy._new_limiter)
     return max(cap, MIN_CASE_RUNS_IN_FLIGHT)
 
 

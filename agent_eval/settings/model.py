@@ -41,7 +41,7 @@ JUDGE_RETRY_LIMITS: dict[str, tuple[float, float]] = {
 }
 """The valid range of each judge retry setting (config `judge.retry_<name>`, env `AGENT_EVAL_JUDGE_RETRY_<NAME>`):
 attempts a whole number, delays in seconds."""
-DEFAULT_JUDGE_CONCURRENCY = 8
+DEFAULT_JUDGE_CONCURRENCY = 64
 DEFAULT_PROGRESS_INTERVAL_SECONDS = 10.0
 DEFAULT_WARM_IDLE_MINUTES = 60.0
 DEFAULT_SERVER_IDLE_MINUTES = 60.0
@@ -150,7 +150,8 @@ class Settings(BaseSettings):
     judge_concurrency: int = Field(
         DEFAULT_JUDGE_CONCURRENCY,
         ge=1,
-        description="The most judge calls in flight at once per event loop.",
+        description="The ceiling of the adaptive limit on judge calls in flight per event loop (it starts at 16, "
+        "at most this, and follows the provider).",
     )
     judge_retry_attempts: int | None = Field(
         None,

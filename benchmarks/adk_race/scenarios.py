@@ -203,7 +203,9 @@ def scenario_6(bench: Bench) -> list[Row]:
 
 
 def scenario_7(bench: Bench) -> list[Row]:
-    """33 cases judged by `final_response_match_v2` (5 samples), a fake judge answering in 1.5 s, cap 8."""
+    """33 cases judged by `final_response_match_v2` (5 samples), a fake judge answering in 1.5 s, cap 8 (set here:
+    the default ceiling is 64; at 8 the adaptive limit starts at its ceiling, a fixed cap the ideal is computed for).
+    """
     from adk_race.fake_judge import FAKE_API_KEY, start_fake_judge
 
     cases, samples, delay, cap = 33, 5, 1.5, 8

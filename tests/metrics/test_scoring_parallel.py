@@ -169,6 +169,12 @@ def test_a_smaller_judge_cap_still_bounds_every_call(
     assert outcome(results) == expected_scores(12)
 
 
+def test_a_bad_judge_ceiling_scores_as_many_case_runs_at_once_as_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_CONCURRENCY", "abc")  # check_judge_credentials reports it before a run
+
+    assert case_runs_in_flight() == 64
+
+
 # ----------------------------------------------------------------------------------- bounded coroutines
 class Concurrency:
     """An async custom metric that counts how many of its calls (and tasks of the loop) run at once; it raises
@@ -205,8 +211,8 @@ def test_many_case_runs_never_make_more_coroutines_than_the_bound(monkeypatch: p
 
     results = asyncio.run(score_criterion(spec, eval_metric, runs))
 
-    assert metric.most == 8 and case_runs_in_flight() == 8
-    assert metric.most_tasks == 8 + 1  # the workers and the main task: not one task per case run
+    assert metric.most == 64 and case_runs_in_flight() == 64  # the default judge ceiling
+    assert metric.most_tasks == 64 + 1  # the workers and the main task: not one task per case run
     assert [result.eval_id for result in results] == [f"case-{i:02d}" for i in range(300)]
     assert results[3].score == 0.003 and results[3].status is EvalStatus.PASSED
     assert (results[5].score, results[5].error) == (None, "ValueError: cannot score case 5")

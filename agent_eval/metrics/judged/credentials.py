@@ -99,7 +99,7 @@ def check_judge_credentials(model: str) -> None:
 
 def judge_concurrency() -> int:
     """The ceiling of the adaptive limit on judge calls in flight per event loop (the limit itself starts at 16 at
-    most and follows the provider, `agent_eval.runtime.adaptive`): `AGENT_EVAL_JUDGE_CONCURRENCY`, default 8.
+    most and follows the provider, `agent_eval.runtime.adaptive`): `AGENT_EVAL_JUDGE_CONCURRENCY`, default 64.
 
     Raises:
         EvalInputError: an `AGENT_EVAL_*` variable is not valid, e.g. this one is not a whole number of at

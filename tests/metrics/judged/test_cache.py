@@ -40,7 +40,7 @@ def test_same_request_twice_makes_one_call_and_the_second_is_cached(fake_gemini:
         "errors": 0,
         "rate_limited": 0,
         "lost": 0,
-        "concurrency": 8,
+        "concurrency": 16,
         "concurrency_max": 1,
     }
 
@@ -170,6 +170,6 @@ def test_stats_can_be_shared_across_judges(fake_gemini: FakeGeminiServer) -> Non
         "errors": 0,
         "rate_limited": 0,
         "lost": 0,
-        "concurrency": 8,
+        "concurrency": 16,
         "concurrency_max": 1,
     }

@@ -13,6 +13,7 @@ from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged.base import JudgeSample
 from agent_eval.metrics.judged.client import GenaiJudge
 from agent_eval.metrics.judged.policy import judge_limiter
+from agent_eval.runtime.adaptive import AdaptiveLimit
 from tests.fakes.gemini_server import FakeGeminiServer, text_reply
 from tests.metrics.judged.helpers import FAST, make_request, run, verdict_json
 
@@ -72,20 +73,33 @@ def test_cap_is_shared_by_all_judges_on_the_loop(
     assert in_flight.most == 2
 
 
-def test_default_cap_is_eight_and_each_loop_has_its_own() -> None:
-    async def probe() -> tuple[asyncio.Semaphore, bool, bool]:
-        semaphore = judge_limiter()
-        for _ in range(7):
-            await semaphore.acquire()
-        after_seven = semaphore.locked()
-        await semaphore.acquire()
-        return semaphore, after_seven, semaphore.locked()
+def test_default_ceiling_is_64_the_limit_starts_at_16_and_each_loop_has_its_own() -> None:
+    async def probe() -> tuple[AdaptiveLimit, bool, bool]:
+        limit = judge_limiter()
+        for _ in range(15):
+            await limit.acquire()
+        after_fifteen = limit.locked()
+        await limit.acquire()
+        return limit, after_fifteen, limit.locked()
 
-    first, after_seven, after_eight = run(probe())
+    first, after_fifteen, after_sixteen = run(probe())
     second, _, _ = run(probe())
 
-    assert (after_seven, after_eight) == (False, True)
+    assert (first.ceiling, first.limit, second.ceiling) == (64, 16, 64)
+    assert (after_fifteen, after_sixteen) == (False, True)  # 16 calls in flight at first, not the ceiling's 64
     assert first is not second
+
+
+def test_a_bad_ceiling_seen_only_at_the_first_call_falls_back_to_64(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_CONCURRENCY", "many")  # check_judge_credentials reports it before a run
+
+    limit = run(_limiter())
+
+    assert (limit.ceiling, limit.limit) == (64, 16)
+
+
+async def _limiter() -> AdaptiveLimit:
+    return judge_limiter()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "many", "2.5"])

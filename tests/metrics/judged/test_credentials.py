@@ -6,7 +6,13 @@ import pytest
 
 from agent_eval.errors import EvalInputError
 from agent_eval.metrics.judged.client import GenaiJudge, OpenAIJudge, make_judge
-from agent_eval.metrics.judged.credentials import JUDGE_CREDENTIALS_HELP, check_judge_credentials, judge_backend
+from agent_eval.metrics.judged.credentials import (
+    DEFAULT_CONCURRENCY,
+    JUDGE_CREDENTIALS_HELP,
+    check_judge_credentials,
+    judge_backend,
+    judge_concurrency,
+)
 
 HELP = (
     "set GOOGLE_API_KEY (or GEMINI_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and "
@@ -96,6 +102,12 @@ def test_google_backend_variable_keeps_gemini_models_on_google(monkeypatch: pyte
 
     assert judge_backend("gemini-2.5-flash") == "gemini"
     assert isinstance(make_judge("gemini-2.5-flash"), GenaiJudge)
+
+
+def test_the_judge_ceiling_defaults_to_64_and_follows_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert judge_concurrency() == DEFAULT_CONCURRENCY == 64  # the conftest unsets the variable
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_CONCURRENCY", "8")
+    assert judge_concurrency() == 8
 
 
 def test_bad_concurrency_is_part_of_the_check(monkeypatch: pytest.MonkeyPatch) -> None:

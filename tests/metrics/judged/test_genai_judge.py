@@ -51,7 +51,7 @@ def test_structured_answer_is_parsed_and_request_asks_for_json(fake_gemini: Fake
         "errors": 0,
         "rate_limited": 0,
         "lost": 0,
-        "concurrency": 8,
+        "concurrency": 16,
         "concurrency_max": 1,
     }
 
@@ -112,9 +112,9 @@ def test_rate_limited_twice_then_answered_gives_one_sample_after_three_requests(
 
     assert sample.usable and sample.parsed == Verdict(label="valid", rationale="same meaning")
     assert len(fake_gemini.requests) == 3
-    # rate-limited retries spend no attempt; each refusal of the only call in flight halved the limit: 8, 4, 2
+    # rate-limited retries spend no attempt; each refusal of the only call in flight halved the limit: 16, 8, 4
     counts = {"samples": 1, "calls": 3, "cache_hits": 0, "retries": 2, "errors": 0, "rate_limited": 2, "lost": 0}
-    assert judge.stats.as_dict() == {**counts, "concurrency": 2, "concurrency_max": 1}
+    assert judge.stats.as_dict() == {**counts, "concurrency": 4, "concurrency_max": 1}
 
 
 @pytest.mark.parametrize(
@@ -140,7 +140,7 @@ def test_retryable_status_on_every_attempt_is_an_error_sample(
         "errors": 1,
         "rate_limited": 0,
         "lost": 0,
-        "concurrency": 8,
+        "concurrency": 16,
         "concurrency_max": 1,
     }
 

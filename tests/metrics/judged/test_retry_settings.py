@@ -136,7 +136,7 @@ def test_environment_reaches_the_judge_and_its_waits(gemini: FakeGeminiServer, m
         "errors": 0,
         "rate_limited": 0,
         "lost": 0,
-        "concurrency": 8,
+        "concurrency": 16,
         "concurrency_max": 1,
     }
 
@@ -256,7 +256,7 @@ def test_run_summary_counts_the_judges_of_the_run_and_cache_keys_ignore_retries(
         runs, score(runs, JudgeConfig(retry_attempts=2, retry_max_delay=1)), judge_totals().since(middle)
     )
 
-    limit = {"rate_limited": 0, "lost": 0, "concurrency": 8, "concurrency_max": 3}  # 3 case runs at once
+    limit = {"rate_limited": 0, "lost": 0, "concurrency": 16, "concurrency_max": 3}  # 3 case runs at once
     assert first.summary.judge == {"samples": 3, "calls": 4, "cache_hits": 0, "retries": 1, "errors": 1, **limit}
     assert "judge: 4 calls, 0 answers from cache, 1 retry, 1 unusable sample" in format_summary(first).splitlines()
     # other retry settings, same cache keys: the two usable answers are read back, the failed one asked again
@@ -274,7 +274,10 @@ def test_summary_has_no_judge_line_when_no_judge_was_asked() -> None:
     assert report_of(runs, [], {}).summary.judge == {}
 
 
-def test_totals_are_read_whole_from_another_thread_while_judges_count(gemini: FakeGeminiServer) -> None:
+def test_totals_are_read_whole_from_another_thread_while_judges_count(
+    gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_EVAL_JUDGE_CONCURRENCY", "8")  # 20 calls wait for 8 slots: the limit stays at 8
     gemini.respond_with(lambda _body: text_reply(verdict_json()))
     judge = make_judge(MODEL, cache=False)
     seen: list[dict[str, int]] = []
