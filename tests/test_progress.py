@@ -302,6 +302,22 @@ def test_counts_taken_from_the_store_never_go_down_and_end_the_invocation_phase(
     progress.finish()
 
 
+def test_rate_limited_case_runs_are_counted_with_the_limit_at_the_last_refusal_and_reset_by_a_new_run() -> None:
+    clock = FakeClock()
+    progress = Progress(io.StringIO(), interval=60, clock=clock)
+    progress.start(run_id="r", ui_url=None, case_runs=3, criteria=1)
+    progress.case_runs_rate_limited(4, 16)
+    progress.case_runs_rate_limited(2, 11)
+    progress.case_run_done("invoked")
+    assert progress.status_line() == (
+        "agent-eval: 1/3 case runs (1 invoked, 0 cached, 0 failed, 6 rate-limited, 11 at once) · criteria 0/1 · "
+        "0s elapsed, ETA 0s"
+    )
+    progress.start(run_id="r2", ui_url=None, case_runs=1, criteria=1)
+    assert "rate-limited" not in progress.status_line()
+    progress.finish()
+
+
 FAILURE = "case set/c1 run 1 failed after 1 attempt(s): turn 1: ValueError: [bold]not markup[/bold]"
 
 

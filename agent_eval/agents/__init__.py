@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agent_eval.agents.errors import error_kind_of as error_kind_of
     from agent_eval.agents.errors import format_traceback as format_traceback
     from agent_eval.agents.errors import is_transient as is_transient
+    from agent_eval.agents.errors import note_rate_limit as note_rate_limit
     from agent_eval.agents.genai_agent import GenaiAgent as GenaiAgent
     from agent_eval.agents.genai_agent import MaxStepsReached as MaxStepsReached
     from agent_eval.agents.http_agent import AGENT_VERSION_ENV as AGENT_VERSION_ENV

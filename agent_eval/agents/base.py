@@ -18,11 +18,13 @@ class TransientAgentError(Exception):
     Args:
         *args: the message.
         status_code: the HTTP status that made it transient, when there was one.
+        retry_after: the seconds the agent's server asked to wait before the next try (a 429's `Retry-After`),
+            when it said; a 429 is a rate limit (`agent_eval.runtime.ratelimit.rate_limit_of`), retried after it.
     """
 
-    def __init__(self, *args: object, status_code: int | None = None) -> None:
+    def __init__(self, *args: object, status_code: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(*args)
-        self.status_code = status_code
+        self.status_code, self.retry_after = status_code, retry_after
 
 
 class ToolCallRecord(BaseModel):

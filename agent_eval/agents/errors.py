@@ -19,6 +19,10 @@ Never retried: any other status (400, 404, 422, 401, 403, ...), a programming er
 
 Kinds (`error_kind_of`, stored as `AgentRun.error_kind`):
 - `"timeout"`: our own turn timeout (`TurnTimeoutError`, the `--turn-timeout` interruption);
+- `"rate_limit"`: HTTP 429 or `RESOURCE_EXHAUSTED` on the error or behind it (`agent_eval.runtime.ratelimit`):
+  the agent's server or its own model call asked for fewer calls; the flow retries such a case run after the
+  delay asked for, however many times, until a deadline, and lowers the case concurrency
+  (`agent_eval.flows.invoke`), instead of spending the task's retries;
 - `"transport"`: the agent could not be reached or talked to: everything `is_transient` retries (after the
   retries ran out), and TLS errors, DNS failures and HTTP 401 / 403 (or gRPC `UNAUTHENTICATED` /
   `PERMISSION_DENIED`), on the error or on its explicit cause (`raise ... from error`);
@@ -33,6 +37,7 @@ import traceback
 from collections.abc import Iterator
 
 from agent_eval.agents.base import TransientAgentError
+from agent_eval.runtime.ratelimit import rate_limit_of
 from agent_eval.schema import AgentRun, ErrorKind
 
 __all__ = [
@@ -43,6 +48,7 @@ __all__ = [
     "fail_run",
     "format_traceback",
     "is_transient",
+    "note_rate_limit",
     "status_of",
 ]
 
@@ -150,6 +156,8 @@ def error_kind_of(error: BaseException) -> ErrorKind:
         return error.run.error_kind or "agent"
     if isinstance(error, TurnTimeoutError):
         return "timeout"
+    if rate_limit_of(error) is not None:
+        return "rate_limit"
     if isinstance(error, BaseExceptionGroup):
         kinds = {error_kind_of(inner) for inner in error.exceptions}
         return kinds.pop() if len(kinds) == 1 else "agent"
@@ -199,7 +207,14 @@ def fail_run(run: AgentRun, error: BaseException, *, turn: int | None = None) ->
     run.error = describe_error(error, turn=turn)
     run.error_kind = error_kind_of(error)
     run.error_traceback = format_traceback(error)
+    note_rate_limit(run, error)
     return AgentFailure(run)
+
+
+def note_rate_limit(run: AgentRun, error: BaseException) -> None:
+    """For a run that failed with a rate-limited `error`, the delay its provider asked for (`run.retry_after`)."""
+    signal = rate_limit_of(error) if run.error_kind == "rate_limit" else None
+    run.retry_after = signal.retry_after if signal is not None else None
 
 
 def _class_names(error: BaseException) -> set[str]:

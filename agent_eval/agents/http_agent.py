@@ -18,7 +18,9 @@ References (see `resolve_http_agent`):
   and a `usage` gives the turn's tokens and model (`reported_usage`: our names, OpenAI's or Gemini's).
 
 Errors: timeouts (`request_timeout`, 120 s by default), lost connections and HTTP 408 / 429 / 5xx are
-`TransientAgentError`s (with the `status_code`), retried by the flow; any other HTTP status raises
+`TransientAgentError`s (with the `status_code`, and for a 429 the delay its `Retry-After` or Gemini-style
+`RetryInfo` asked for), retried by the flow (a 429 as a rate limit: `agent_eval.flows.invoke`); any other HTTP
+status raises
 `AgentHttpError` (with its `status_code`: a 401 / 403 is recorded as a transport failure, a 400 / 404 / 422
 as the agent's), and an unreadable answer fails the case run. URLs in messages are shown without
 credentials or query.
@@ -60,6 +62,7 @@ from agent_eval.agents.base import AgentSession, AgentTurn, TransientAgentError
 from agent_eval.agents.callable import to_agent_turn
 from agent_eval.agents.conversation import TurnAgent, fresh_session
 from agent_eval.errors import EvalInputError, InfrastructureError
+from agent_eval.runtime.ratelimit import provider_signal
 from agent_eval.schema import SERVER_SESSION_KEY, UNKNOWN_MODEL, AgentRun, EvalCase, ModelUsage
 from agent_eval.settings import settings
 
@@ -197,8 +200,19 @@ def _check_status(response: httpx.Response) -> None:
     status = response.status_code
     message = f"HTTP {status} from {response.request.method} {_shown(response.url)}: {response.text[:200]}"
     if status in _TRANSIENT_STATUS or status >= 500:
-        raise TransientAgentError(message, status_code=status)
+        signal = provider_signal(status, _json_or_none(response), response.headers)
+        if status == 429 and signal is None:  # OpenAI's insufficient_quota: no credit left, no rate limit
+            raise TransientAgentError(message)
+        retry_after = signal.retry_after if signal is not None else None
+        raise TransientAgentError(message, status_code=status, retry_after=retry_after)
     raise AgentHttpError(message, status_code=status)
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _shown(url: str | httpx.URL) -> str:

@@ -20,6 +20,7 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 
+from agent_eval.flows.case_limit import CaseRunLimit
 from agent_eval.flows.invoke import ReusePolicy, current_flow_run_id, invoke_all
 from agent_eval.flows.lifecycle import CANCELLED_RUNS, on_cancelled, on_crashed, tracked
 from agent_eval.flows.regression import alert_outage, compare_with_baseline
@@ -27,7 +28,7 @@ from agent_eval.flows.shard import check_shard_deployment, invoke_sharded
 from agent_eval.judges.gate import gate_results, uncalibrated_judges
 from agent_eval.metrics import MetricSpec
 from agent_eval.metrics.judged import close_judge_clients
-from agent_eval.metrics.judged.policy import judge_totals
+from agent_eval.metrics.judged.policy import judge_totals, start_judge_limiter_at
 from agent_eval.metrics.response import STEMMING_METRICS, preload_stemmer
 from agent_eval.plan.budget import check_budget, spend_of
 from agent_eval.plan.estimate import estimate_plan
@@ -42,7 +43,7 @@ from agent_eval.results.outage import outage_error
 from agent_eval.runtime.progress import current_progress
 from agent_eval.schema import AgentRun, EvalCase, EvalMetric, JudgeConfig
 from agent_eval.secrets import redact_config
-from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, this_host
+from agent_eval.store import RunCreate, RunStatus, end_run, get_engine, settled_limits, this_host
 from agent_eval.store.engine import default_db_url, shown_url
 from agent_eval.store.provenance import agent_folder, deployment_name, git_commit
 from agent_eval.tasks import persist_part, persist_report, record_run_start, score_metric, unvisited
@@ -159,12 +160,13 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
     part's case runs are stored with their scores as the part ends and kept as summaries, packed (`_pack`), for the
     report (the store has the rest: `report.parts`), so the input's turns are never all in memory at once."""
     judge_before = judge_totals().snapshot()
+    case_limit = await _case_limit(plan, run)
     in_parts = plan.recorded is not None
     uncalibrated = _uncalibrated(plan, run)
     cases: list[CaseResult] = []
     packed: list[bytes] = []
     for part in plan.parts():
-        part_cases = await _evaluate_part(part, run, limits, stored=in_parts, uncalibrated=uncalibrated)
+        part_cases = await _evaluate_part(part, run, limits, case_limit, stored=in_parts, uncalibrated=uncalibrated)
         if in_parts:
             packed.append(_pack(part_cases))
             _forget_task_results()
@@ -187,6 +189,7 @@ async def _evaluate(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> RunRep
         flow_run_id=run.flow_run_id,
         source_run_id=run.source_run_id,
         judge_stats=judge_totals().since(judge_before),
+        invocation_stats=case_limit.as_dict(),
     )
     # The stored (redacted, per-eval-set) config, so that report.json, HTML and result files match the store.
     update = {
@@ -225,12 +228,26 @@ def _uncalibrated(plan: EvalPlan, run: RunCreate) -> dict[tuple[str, str], str]:
     return uncalibrated_judges(run.judges or {}, floors, get_engine(plan.request.db_url)) if floors else {}
 
 
+async def _case_limit(plan: EvalPlan, run: RunCreate) -> CaseRunLimit:
+    """The limit on this run's case runs in flight, and the loop's judge limit, each started where the latest run
+    of the same agent left it (`agent_eval.store.settled`)."""
+    settled = await asyncio.to_thread(settled_limits, run.agent_reference, get_engine(plan.request.db_url))
+    start_judge_limiter_at(settled.judge_calls)
+    return CaseRunLimit(plan.request.max_concurrency, initial=settled.case_runs)
+
+
 async def _evaluate_part(
-    plan: EvalPlan, run: RunCreate, limits: RunLimits, *, stored: bool, uncalibrated: Mapping[tuple[str, str], str]
+    plan: EvalPlan,
+    run: RunCreate,
+    limits: RunLimits,
+    case_limit: CaseRunLimit,
+    *,
+    stored: bool,
+    uncalibrated: Mapping[tuple[str, str], str],
 ) -> list[CaseResult]:
     """The case results of one part of the plan, uncalibrated judges' results informational; `stored`: written to
     the store now, and returned as summaries (`CaseResult.summary_only`)."""
-    runs = await _invoke(plan, run, limits)
+    runs = await _invoke(plan, run, limits, case_limit)
     scored = await _score_all(plan, runs, limits.judge_calls)
     cases = case_results(runs, gate_results(scored, uncalibrated) if uncalibrated else scored)
     if not stored:
@@ -264,14 +281,17 @@ def _forget_task_results() -> None:
         context.run_results.clear()
 
 
-async def _invoke(plan: EvalPlan, run: RunCreate, limits: RunLimits) -> list[tuple[EvalCase, AgentRun]]:
-    """Every case run of the plan (or part), each stored as it finishes: on shard flow runs when asked."""
+async def _invoke(
+    plan: EvalPlan, run: RunCreate, limits: RunLimits, case_limit: CaseRunLimit
+) -> list[tuple[EvalCase, AgentRun]]:
+    """Every case run of the plan (or part), each stored as it finishes: on shard flow runs when asked (each
+    shard then has a limit of its own)."""
     if plan.request.shards > 1:
         runs = await invoke_sharded(plan, run.id)
         _stop_if_a_shard_stopped(runs)
         return runs
     policy = ReusePolicy.of(plan, run.id, run.flow_run_id)
-    return await invoke_all(plan, policy, slot=limits.invocations)
+    return await invoke_all(plan, policy, slot=limits.invocations, limit=case_limit)
 
 
 def _stop_if_a_shard_stopped(runs: Sequence[tuple[EvalCase, AgentRun]]) -> None:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from prefect import get_run_logger
 from sqlalchemy.engine import Engine
 
+from agent_eval.flows.case_limit import CaseRunLimit, retrying_rate_limits
 from agent_eval.plan.eval_plan import CaseRunKey, EvalPlan
 from agent_eval.results.budget import active_spend, reserve
 from agent_eval.runtime.progress import CaseRunOutcome, current_progress
@@ -95,14 +96,17 @@ async def invoke_all(
     policy: ReusePolicy,
     keys: Sequence[CaseRunKey] | None = None,
     slot: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+    limit: CaseRunLimit | None = None,
 ) -> list[tuple[EvalCase, AgentRun]]:
     """Every case run of `keys` (default: the plan's), in that order; each stored as soon as it is done.
 
-    At most `max_concurrency` are in flight, each holding its place until it is stored: at any moment at most
-    `max_concurrency` case runs are started and not yet stored, which bounds what a killed worker loses. With
-    a Dask address (`agent_eval.tasks.dask`) they go to the cluster in batches, a batch holding the places of
-    its case runs. `slot` (default: none) is entered around each invocation too, for limits held beyond this
-    process: the request's Prefect global concurrency limits (`agent_eval.tasks.limits`); with Dask, such
+    At most `max_concurrency` are in flight, fewer while the agent is rate limited (`limit`, default a new
+    `CaseRunLimit` of `max_concurrency`: `agent_eval.flows.case_limit`), each holding its place until it is
+    stored: at any moment at most `max_concurrency` case runs are started and not yet stored, which bounds what
+    a killed worker loses. With a Dask address (`agent_eval.tasks.dask`) they go to the cluster in batches, a
+    batch holding the places of its case runs. `slot` (default: none) is entered around each invocation too,
+    inside its place, for limits held beyond this process: the request's Prefect global concurrency limits
+    (`agent_eval.tasks.limits`), kept while a rate-limited case run waits to be tried again; with Dask, such
     limits make every batch one case run, so that each invocation holds its own slot.
     """
     work = list(plan.case_runs() if keys is None else keys)
@@ -112,7 +116,8 @@ async def invoke_all(
         else:  # two batches in flight or more; one case run each when every invocation holds a global slot
             invoke = _invoker_on(dask, plan, policy)
             size = 1 if slot else max(1, min(BATCH_SIZE, plan.request.max_concurrency // 2))
-        return await _invoke_in_batches(plan, policy, work, invoke, size=size, slot=slot)
+        limit = limit or CaseRunLimit(plan.request.max_concurrency)
+        return await _invoke_in_batches(plan, policy, work, invoke, size=size, slot=slot, limit=limit)
 
 
 async def _invoke_in_batches(
@@ -123,17 +128,22 @@ async def _invoke_in_batches(
     *,
     size: int,
     slot: Callable[[], AbstractAsyncContextManager[object]] | None,
+    limit: CaseRunLimit,
 ) -> list[tuple[EvalCase, AgentRun]]:
-    """`work` in batches of `size`, `max_concurrency // size` batches at once, each stored before its places
-    are given back; then each case run reported to the progress (`_report`)."""
-    places = asyncio.Semaphore(max(1, plan.request.max_concurrency // size))
+    """`work` in batches of `size`, as many batches at once as `limit` lets (at most `max_concurrency // size`),
+    each stored before its slot is given back; then each case run reported to the progress (`_report`)."""
+    places = limit.limit(size)
     engine = get_engine(plan.request.db_url)
     refresh = plan.request.refresh_cache or policy.reuses_nothing
     take_slot = slot or contextlib.nullcontext
 
+    async def attempt(keys: list[CaseRunKey]) -> list[AgentRun]:
+        return await _within_budget(keys, lambda started: _fresh_runs(invoke, started, policy, refresh=refresh))
+
     async def batch(keys: list[CaseRunKey]) -> list[tuple[EvalCase, AgentRun]]:
-        async with places, take_slot():  # held until stored: a killed worker loses only the case runs in flight
-            runs = await _within_budget(keys, lambda started: _fresh_runs(invoke, started, policy, refresh=refresh))
+        # held until stored: a killed worker loses only the case runs in flight
+        async with places.slot() as held, take_slot():
+            runs = await retrying_rate_limits(keys, attempt, held, limit)
             await asyncio.to_thread(_record_all, policy.run_id, runs, engine)
         for key, run in zip(keys, runs, strict=True):
             _report(key, run)
@@ -256,7 +266,8 @@ def _failure_line(key: CaseRunKey, run: AgentRun) -> str:
     """One line for a failed case run: where, what kind, the error's first line (secrets redacted)."""
     first_line = next(iter((run.error or "").strip().splitlines()), "failed")
     where = f"{key.eval_set_id}/{key.case.eval_id}" + (f" run {key.run_index}" if key.run_index else "")
-    kind = {"transport": "could not reach the agent", "timeout": "timed out"}.get(run.error_kind or "", "failed")
+    kinds = {"transport": "could not reach the agent", "timeout": "timed out", "rate_limit": "was rate limited"}
+    kind = kinds.get(run.error_kind or "", "failed")
     return redact_text(f"case {where} {kind} after {run.attempts} attempt(s): {first_line}")
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "TableColumn",
     "agreement_text",
     "cache_line",
+    "case_run_limit_line",
     "cost_lines",
     "describe_judge_modes",
     "format_summary",
@@ -74,6 +75,8 @@ def format_summary(report: RunReport) -> str:
         lines.append(judge_line(s.judge))
     if s.judge.get("concurrency"):
         lines.append(judge_limit_line(s.judge))
+    if s.invocations.get("rate_limited") or s.invocations.get("lost"):
+        lines.append(case_run_limit_line(s.invocations))
     lines.extend(token_lines(s.agent_tokens, s.judge_tokens))
     lines.extend(cost_lines(s.cost, sum(not case.agent_run.not_started for case in report.cases)))
     modes = describe_judge_modes(report)
@@ -213,11 +216,22 @@ def judge_limit_line(counts: dict[str, int]) -> str:
     """E.g. `judge: settled at 22 concurrent calls (at most 32), 14 rate-limited calls retried, 0 lost`: where the
     adaptive limit on judge calls went (`RunSummary.judge`: `concurrency`, `concurrency_max`, `rate_limited`,
     `lost`)."""
+    return _limit_line("judge", counts, "call")
+
+
+def case_run_limit_line(counts: dict[str, int]) -> str:
+    """E.g. `agent: settled at 10 concurrent case runs (at most 16), 31 rate-limited case runs retried, 0 lost`:
+    where the adaptive limit on case runs went (`RunSummary.invocations`), shown when the agent was rate
+    limited."""
+    return _limit_line("agent", counts, "case run")
+
+
+def _limit_line(who: str, counts: dict[str, int], noun: str) -> str:
     settled, most = counts.get("concurrency", 0), counts.get("concurrency_max", 0)
     retried, lost = counts.get("rate_limited", 0), counts.get("lost", 0)
     return (
-        f"judge: settled at {_count(settled, 'concurrent call')} (at most {most}), "
-        f"{_count(retried, 'rate-limited call')} retried, {lost} lost"
+        f"{who}: settled at {_count(settled, 'concurrent ' + noun)} (at most {most}), "
+        f"{_count(retried, 'rate-limited ' + noun)} retried, {lost} lost"
     )
 
 

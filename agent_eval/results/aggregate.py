@@ -230,10 +230,12 @@ def build_report(
     flow_run_id: str | None = None,
     source_run_id: str | None = None,
     judge_stats: Mapping[str, int] | None = None,
+    invocation_stats: Mapping[str, int] | None = None,
 ) -> RunReport:
     """The run report: `cases` (built by `case_results`, e.g. a part at a time), then one case result per (case,
     agent run) of `runs`, in that order, with its metric results; `judge_stats` (the judges' counters while
-    scoring, see `agent_eval.metrics.judged.policy.judge_totals`) becomes `summary.judge`."""
+    scoring, see `agent_eval.metrics.judged.policy.judge_totals`) becomes `summary.judge`, and
+    `invocation_stats` (the limit on case runs in flight) `summary.invocations`."""
     every_case = [*cases, *case_results(runs, metric_results)]
     return RunReport(
         run_id=run_id,
@@ -248,7 +250,9 @@ def build_report(
         flow_run_id=flow_run_id,
         source_run_id=source_run_id,
         cases=every_case,
-        summary=_priced(summarize(every_case), config).model_copy(update={"judge": dict(judge_stats or {})}),
+        summary=_priced(summarize(every_case), config).model_copy(
+            update={"judge": dict(judge_stats or {}), "invocations": dict(invocation_stats or {})}
+        ),
     )
 
 

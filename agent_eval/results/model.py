@@ -217,6 +217,13 @@ class RunSummary(BaseModel):
         "on rate limiting), concurrency and concurrency_max (where the adaptive limit on judge calls settled, and "
         "its most in flight: `agent_eval.runtime.adaptive`); empty when not counted.",
     )
+    invocations: dict[str, int] = Field(
+        default_factory=dict,
+        description="Where the adaptive limit on case runs in flight went (`agent_eval.flows.case_limit`): "
+        "concurrency (where it settled) and concurrency_max (its most in flight), in case runs; rate_limited "
+        "(case run tries answered 429 and tried again) and lost (case runs still rate limited at the deadline); "
+        "empty when not counted (a sharded run's shards count their own).",
+    )
 
 
 class RunReport(BaseModel):

@@ -35,7 +35,7 @@ The limit stays within [`floor`, `ceiling`]; `settled` is the median of its last
 One `AdaptiveLimit` belongs to one event loop (its waiters are that loop's futures). The clock and the sleep are
 injectable: tests drive the rules with fake ones. No library does this: the asyncio AIMD packages on PyPI are 0.x
 releases of one author each (`aimd-limiter`, `ace-concurrency`), without held slots, a tolerated share or pacing, and
-none classifies a provider's answer, which is the caller's part (`agent_eval.metrics.judged.ratelimit`).
+none classifies a provider's answer, which is the caller's part (`agent_eval.runtime.ratelimit`).
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ from typing import Literal
 __all__ = ["DEFAULT_START", "AdaptiveLimit", "Slot"]
 
 DEFAULT_START = 16
-"""Where a new `AdaptiveLimit` starts, at most its ceiling (so at the default ceiling of 8 it starts, and stays
-until the provider pushes back, exactly where agent-eval's fixed cap was)."""
+"""Where a new `AdaptiveLimit` starts, at most its ceiling: under agent-eval's default ceiling of 64
+(`AGENT_EVAL_JUDGE_CONCURRENCY`) the judge limit starts at 16, twice the fixed cap of 8 it replaced, and grows
+from there while the provider keeps up; a ceiling below 16 is where the limit starts."""
 LATENCY_WINDOW = 16
 BASELINE_MEMORY = 256
 SETTLED_WINDOW = 50
@@ -93,6 +94,8 @@ class AdaptiveLimit:
         latency_tolerance: how many times the baseline latency counts as growth.
         refusal_tolerance: the share of the calls in flight that may wait after a refusal before the limit is cut.
         pacing: whether starts are paced after the first refusal.
+        slow_start: whether the limit grows by 1 per call (doubling per round trip) until the first cut; false
+            for a limit that starts where an earlier run settled: it grows by 1 per round trip from there.
         clock: seconds, monotonic.
         sleep: how a start waits for its turn.
     """
@@ -107,6 +110,7 @@ class AdaptiveLimit:
         latency_tolerance: float = 2.0,
         refusal_tolerance: float = 0.15,
         pacing: bool = True,
+        slow_start: bool = True,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -125,7 +129,7 @@ class AdaptiveLimit:
         self._sending = 0  # sends out, not yet answered
         self._waiting = 0  # calls in flight that wait to be sent again after a refusal
         self._draining = 0  # sends out since before the last cut
-        self._slow_start = True
+        self._slow_start = slow_start
         self._paced = False
         self._next_start = 0.0
         self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)

@@ -59,6 +59,10 @@ class ProgressSink(Protocol):
     def case_runs_counted(self, outcomes: Mapping[str, int]) -> None:
         """Finished case runs by outcome, counted elsewhere (the store, for a sharded run)."""
 
+    def case_runs_rate_limited(self, count: int, limit: int) -> None:
+        """`count` case runs were just rate limited (they wait to be tried again); `limit`: the case runs the
+        adaptive limit lets be in flight now."""
+
     def criterion_done(self, name: str) -> None:
         """A criterion was scored over all case runs."""
 
@@ -72,6 +76,7 @@ class _SilentSink:
     def start(self, **_: object) -> None: ...
     def case_run_done(self, outcome: CaseRunOutcome, failure: str | None = None) -> None: ...
     def case_runs_counted(self, outcomes: Mapping[str, int]) -> None: ...
+    def case_runs_rate_limited(self, count: int, limit: int) -> None: ...
     def criterion_done(self, name: str) -> None: ...
     def finish(self) -> None: ...
 
@@ -89,6 +94,10 @@ class _Snapshot(NamedTuple):
     eta: float | None
     not_started: int = 0
     """Case runs the run's budget never started."""
+    rate_limited: int = 0
+    """Case run tries the agent's provider refused (429), tried again."""
+    at_once: int = 0
+    """The case runs the adaptive limit let be in flight at the last refusal."""
 
     @property
     def done(self) -> int:
@@ -124,6 +133,7 @@ class Progress:
         self._case_runs = self._criteria = 0
         self._outcomes: dict[str, int] = {"invoked": 0, "cached": 0, "failed": 0, "not started": 0}
         self._scored: set[str] = set()
+        self._rate_limited = self._at_once = 0
         self._started_at = 0.0
         self._case_runs_done_at: float | None = None
         self._stop = threading.Event()
@@ -141,6 +151,7 @@ class Progress:
                 self._case_runs, self._criteria = max(case_runs, 0), max(criteria, 0)
                 self._outcomes = dict.fromkeys(self._outcomes, 0)
                 self._scored = set()
+                self._rate_limited = self._at_once = 0
                 self._started_at = self._clock()
                 self._case_runs_done_at = self._started_at if self._case_runs == 0 else None
             if self._stream is None or self._quiet:
@@ -167,6 +178,12 @@ class Progress:
             for outcome in self._outcomes:
                 self._outcomes[outcome] = max(self._outcomes[outcome], int(outcomes.get(outcome, 0)))
             self._note_if_all_done()
+
+    def case_runs_rate_limited(self, count: int, limit: int) -> None:
+        """Count `count` rate-limited case run tries; keep `limit` for the status line."""
+        with contextlib.suppress(Exception), self._lock:
+            self._rate_limited += max(count, 0)
+            self._at_once = limit
 
     def _note_if_all_done(self) -> None:
         """Stamp when the last case run finished (the ETA then covers scoring only); call with the lock held."""
@@ -217,6 +234,8 @@ class Progress:
                 now - self._started_at,
                 eta,
                 self._outcomes["not started"],
+                self._rate_limited,
+                self._at_once,
             )
 
     def status_line(self) -> str:
@@ -321,7 +340,8 @@ def _rich_bar(stream: TextIO, totals: tuple[int, int], rows: Callable[[], list[t
 
 def _outcomes_text(snap: _Snapshot) -> str:
     text = f"{snap.invoked} invoked, {snap.cached} cached, {snap.failed} failed"
-    return text + (f", {snap.not_started} not started (budget)" if snap.not_started else "")
+    text += f", {snap.not_started} not started (budget)" if snap.not_started else ""
+    return text + (f", {snap.rate_limited} rate-limited, {snap.at_once} at once" if snap.rate_limited else "")
 
 
 def _times_text(snap: _Snapshot) -> str:

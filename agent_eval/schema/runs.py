@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from google.genai import types as genai_types
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from agent_eval.schema.base import EvalBaseModel
 from agent_eval.schema.eval_sets import Invocation
@@ -111,10 +111,12 @@ class TokenUsage(EvalBaseModel):
         return merged_usage(self.by_model, self.user_simulator)
 
 
-ErrorKind = Literal["agent", "transport", "timeout", "budget"]
+ErrorKind = Literal["agent", "transport", "timeout", "budget", "rate_limit"]
 """Why a case run failed: the agent's own error (a bug, a refusal, a 400), the agent could not be reached
-(connection refused, DNS, TLS, 5xx or 429 after the retries, 401/403), or a turn ran out of time; `budget`: it
-never started, the run's budget was reached (`agent_eval.results.budget`), which is not the agent's failure."""
+(connection refused, DNS, TLS, 5xx after the retries, 401/403), or a turn ran out of time; `rate_limit`: the
+agent or its own model call was answered 429 / `RESOURCE_EXHAUSTED` until the retry deadline
+(`agent_eval.flows.invoke`); `budget`: it never started, the run's budget was reached
+(`agent_eval.results.budget`). Neither of the last two is the agent's failure."""
 
 
 class CacheOrigin(EvalBaseModel):
@@ -145,6 +147,17 @@ class AgentRun(EvalBaseModel):
     token_usage: TokenUsage | None = None
     final_session_state: dict[str, Any] | None = None
     cached_from: CacheOrigin | None = None
+    _retry_after: float | None = PrivateAttr(default=None)
+
+    @property
+    def retry_after(self) -> float | None:
+        """For a rate-limited case run (`error_kind == "rate_limit"`), the seconds its provider asked to wait
+        before the next try, when it said; never stored (it only steers the retry)."""
+        return self._retry_after
+
+    @retry_after.setter
+    def retry_after(self, seconds: float | None) -> None:
+        self._retry_after = seconds
 
     @property
     def failed(self) -> bool:

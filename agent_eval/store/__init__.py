@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from agent_eval.store.repository import record_regression as record_regression
     from agent_eval.store.repository import start_run as start_run
     from agent_eval.store.repository import this_host as this_host
+    from agent_eval.store.settled import SettledLimits as SettledLimits
+    from agent_eval.store.settled import settled_limits as settled_limits
 
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -26,12 +26,14 @@ from agent_eval.agents import (
     error_kind_of,
     format_traceback,
     is_transient,
+    note_rate_limit,
     run_agent_case,
 )
 from agent_eval.metrics import MetricSpec, score_criterion
 from agent_eval.metrics.judged.policy import gated_judge_calls
 from agent_eval.plan.eval_plan import CaseRunKey
 from agent_eval.results.model import CaseResult, MetricResult, RunReport
+from agent_eval.runtime.ratelimit import rate_limit_of
 from agent_eval.schema import AgentRun, CacheOrigin, EvalCase, EvalMetric, EvalSet, JudgeConfig, content_hash
 from agent_eval.secrets import redact_text
 from agent_eval.store import RunCreate, complete_run, get_engine, record_case_results, start_run
@@ -83,10 +85,13 @@ def invocation_cache_key(_context: TaskRunContext, parameters: dict[str, Any]) -
 
 
 def _retry_if_transient(_task: Task[..., Any], _task_run: TaskRun, state: State[Any]) -> bool:
-    """Retry timeouts, rate limits, 5xx and lost connections; never the agent's own failures."""
+    """Retry timeouts, 5xx and lost connections; never the agent's own failures, nor a rate limit (the invoke
+    stage retries that after the provider's delay, with fewer case runs at once: `agent_eval.flows.invoke`)."""
     # The engine calls this synchronously even for async tasks, where `result` would return a coroutine.
     error = state.result(raise_on_failure=False, _sync=True)  # type: ignore[call-overload]
-    return isinstance(error, BaseException) and not isinstance(error, AgentFailure) and is_transient(error)
+    if not isinstance(error, BaseException) or isinstance(error, AgentFailure):
+        return False
+    return is_transient(error) and rate_limit_of(error) is None
 
 
 @task(
@@ -145,15 +150,18 @@ def run_of_outcome(outcome: object, key: CaseRunKey) -> AgentRun:
         return outcome.run
     if not isinstance(outcome, BaseException):
         outcome = RuntimeError(str(outcome))
-    return AgentRun(
+    kind = error_kind_of(outcome)
+    run = AgentRun(
         eval_set_id=key.eval_set_id,
         eval_id=key.case.eval_id,
         run_index=key.run_index,
         error=redact_text(describe_error(outcome)),
-        error_kind=error_kind_of(outcome),
+        error_kind=kind,
         error_traceback=redact_text(format_traceback(outcome)),
-        attempts=INVOKE_RETRIES + 1,
+        attempts=1 if kind == "rate_limit" else INVOKE_RETRIES + 1,
     )
+    note_rate_limit(run, outcome)
+    return run
 
 
 @task(name="score-criterion", task_run_name="score {eval_metric.metric_name}", cache_policy=NO_CACHE)

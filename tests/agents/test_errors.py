@@ -85,13 +85,15 @@ def test_rate_limits_and_unavailable_servers_are_retried_until_they_answer(clien
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_a_rate_limit_that_never_ends_is_a_transport_failure(client: str) -> None:
+def test_a_rate_limit_that_never_ends_is_a_rate_limit_failure(client: str) -> None:
+    """Transient, whatever the client; its kind is `rate_limit` (the flow then waits and tries the case run again
+    until its deadline, `agent_eval.flows.case_limit`, instead of these retries)."""
     with serve(scripted([429])) as (base_url, requests):
         outcome, attempts = with_retries(CLIENTS[client](base_url + "/agent"))
 
     assert (attempts, len(requests)) == (ATTEMPTS, ATTEMPTS)
     assert isinstance(outcome, BaseException)
-    assert (status_of(outcome), error_kind_of(outcome)) == (429, "transport")
+    assert (status_of(outcome), error_kind_of(outcome)) == (429, "rate_limit")
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
@@ -130,7 +132,7 @@ def test_httpx_timeouts_and_protocol_errors_are_transient_transport_failures() -
 @pytest.mark.parametrize(
     ("code", "transient", "kind"),
     [
-        (429, True, "transport"),
+        (429, True, "rate_limit"),
         (503, True, "transport"),
         (500, True, "transport"),
         (400, False, "agent"),

@@ -21,8 +21,8 @@ from agent_eval.agents.google_env import vertex_enabled
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import gemini_base_url
 from agent_eval.metrics.judged.policy import LoopLocal
-from agent_eval.metrics.judged.ratelimit import ProviderSignal, genai_signal
 from agent_eval.metrics.judged.usage import record_judge_usage
+from agent_eval.runtime.ratelimit import ProviderSignal, genai_signal
 from agent_eval.schema import ModelUsage
 from agent_eval.secrets import redact_text
 
@@ -52,7 +52,7 @@ class TransientJudgeError(Exception):
         detail: the status and the server's message, or the transport error (redacted: an httpx error may hold
             a URL with `?key=`).
         signal: the provider's rate-limit or overload signal (429, `RESOURCE_EXHAUSTED`, 503) with the delay it
-            asked for, or `None` (`agent_eval.metrics.judged.ratelimit`).
+            asked for, or `None` (`agent_eval.runtime.ratelimit`).
     """
 
     def __init__(self, reason: str, detail: str, signal: ProviderSignal | None = None) -> None:
@@ -98,7 +98,7 @@ def error_for_status(
     status: int, detail: str, signal: ProviderSignal | None = None
 ) -> TransientJudgeError | JudgeCallError:
     """The error for an HTTP error answer: retryable for 408, 429, 5xx and a rate-limit or overload `signal` (the
-    answer classified by `agent_eval.metrics.judged.ratelimit`; `None`: not one, e.g. OpenAI's 429
+    answer classified by `agent_eval.runtime.ratelimit`; `None`: not one, e.g. OpenAI's 429
     `insufficient_quota`, retried as an ordinary failure)."""
     if status == 429 or (signal is not None and signal.kind == "rate limited"):
         return TransientJudgeError("rate limited", detail, signal)

@@ -12,7 +12,7 @@ One `ask`:
 2. otherwise the backend is called (`_call_once`, where every judge call starts) in a slot of the event loop's
    adaptive concurrency limit (`judge_limiter`, whose ceiling is `AGENT_EVAL_JUDGE_CONCURRENCY`), each attempt
    bounded by `timeout`. A rate-limit or overload answer (429, `RESOURCE_EXHAUSTED`, 503, classified by
-   `agent_eval.metrics.judged.ratelimit`) or a timeout is reported to the limit, which may cut itself; the call
+   `agent_eval.runtime.ratelimit`) or a timeout is reported to the limit, which may cut itself; the call
    is retried after the delay the provider asked for (`Retry-After`, Gemini's `RetryInfo.retryDelay`), else the
    backoff, without spending an attempt and without giving its slot up, until the `RetryPolicy`'s
    `rate_limit_deadline`. 408, other 5xx and lost connections are retried per the `RetryPolicy`'s attempts, with

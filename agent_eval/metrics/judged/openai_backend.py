@@ -28,8 +28,8 @@ from agent_eval.metrics.judged.backends import JudgeCallError, error_for_status,
 from agent_eval.metrics.judged.base import JudgeRequest
 from agent_eval.metrics.judged.credentials import openai_api_key, openai_base_url, openai_model_name
 from agent_eval.metrics.judged.policy import LoopLocal
-from agent_eval.metrics.judged.ratelimit import provider_signal
 from agent_eval.metrics.judged.usage import record_judge_usage
+from agent_eval.runtime.ratelimit import provider_signal
 from agent_eval.schema import ModelUsage
 
 __all__ = ["OpenAIBackend", "close_shared_http_client", "strict_json_schema"]

@@ -5,7 +5,7 @@ belong to one loop), shared by every judge of the process that runs on that loop
 judges all draw from it. It starts at 16 calls in flight (at most the ceiling), grows while calls succeed at a
 steady latency, and is cut, once per round of calls, when rate-limit or overload answers (429,
 `RESOURCE_EXHAUSTED`, 503, a timeout) keep more than a few calls waiting, or when the latency doubles; it never
-exceeds `AGENT_EVAL_JUDGE_CONCURRENCY` (default 8), its ceiling, read when the loop first calls a judge, nor falls
+exceeds `AGENT_EVAL_JUDGE_CONCURRENCY` (default 64), its ceiling, read when the loop first calls a judge, nor falls
 below 1 (`agent_eval.runtime.adaptive` has the rules).
 
 Retries: a judge made without an explicit `RetryPolicy` takes `current_retry_policy()`: per setting, the
@@ -53,6 +53,7 @@ __all__ = [
     "judge_limiter",
     "judge_totals",
     "retry_policy",
+    "start_judge_limiter_at",
     "use_judge_limiter",
 ]
 
@@ -85,6 +86,12 @@ class LoopLocal(Generic[T]):
         with self._lock:
             self._values[loop] = value
 
+    def made(self) -> bool:
+        """Whether the running loop has its value already."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            return loop in self._values
+
     def pop(self) -> T | None:
         """Forget the running loop's value and return it (`None` when it was never made)."""
         loop = asyncio.get_running_loop()
@@ -112,6 +119,16 @@ def use_judge_limiter(limit: AdaptiveLimit) -> None:
     """Send the running loop's judge calls from now on under `limit`: e.g. one that starts where an earlier run
     settled (`AdaptiveLimit(ceiling, initial=settled)`), or a fixed one (`floor = initial = ceiling`)."""
     _LIMITERS.set(limit)
+
+
+def start_judge_limiter_at(settled: int | None) -> None:
+    """Start the running loop's limit on judge calls at `settled` (where an earlier run settled, within the
+    ceiling; from there it grows by 1 per round trip, no slow start) instead of 16; nothing when `settled` is
+    `None` or the loop already has a limit (it has learnt the provider already: a long-lived process that
+    evaluates again)."""
+    if settled is not None and not _LIMITERS.made():
+        ceiling = _new_limiter().ceiling
+        use_judge_limiter(AdaptiveLimit(ceiling, initial=settled, slow_start=False))
 
 
 _GATE: ContextVar[Callable[[], AbstractAsyncContextManager[object]] | None] = ContextVar(
@@ -217,7 +234,7 @@ class JudgeStats:
 
     def as_dict(self) -> dict[str, int]:
         """The counters and gauges by name, e.g. `{"samples": 5, "calls": 6, "cache_hits": 0, "retries": 1,
-        "errors": 0, "rate_limited": 1, "lost": 0, "concurrency": 8, "concurrency_max": 8}`."""
+        "errors": 0, "rate_limited": 1, "lost": 0, "concurrency": 16, "concurrency_max": 16}`."""
         with self._lock:
             return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 

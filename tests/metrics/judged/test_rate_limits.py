@@ -18,12 +18,12 @@ from agent_eval.metrics.judged.base import JudgeRequest, JudgeSample
 from agent_eval.metrics.judged.client import ClientJudge, GenaiJudge, OpenAIJudge
 from agent_eval.metrics.judged.openai_backend import OpenAIBackend
 from agent_eval.metrics.judged.policy import RetryPolicy, judge_limiter, use_judge_limiter
-from agent_eval.metrics.judged.ratelimit import ProviderSignal, parse_duration, parse_retry_after
 from agent_eval.metrics.judged.voting import set_judge_factory
 from agent_eval.metrics.registry import REGISTRY
 from agent_eval.metrics.scoring import score_criterion
 from agent_eval.render.console import judge_limit_line
 from agent_eval.runtime.adaptive import AdaptiveLimit
+from agent_eval.runtime.ratelimit import ProviderSignal, parse_duration, parse_retry_after
 from agent_eval.schema import AgentRun, EvalCase, EvalConfig, Invocation
 from tests.fakes.gemini_server import FakeGeminiServer, FakeReply, error_reply, text_reply
 from tests.fakes.judges import SafetyServer
@@ -274,9 +274,10 @@ class WithoutSignals:
 def scored_against_a_storm(
     server: FakeGeminiServer, adaptive: bool
 ) -> tuple[list[Any], LimitedProvider, dict[str, int]]:
-    """20 case runs x 3 samples of `safety_v1` against a provider that holds 3 calls at once and refuses the
-    rest with a 0.05 s `retryDelay`; 2 attempts per call, a judge cap of 16."""
-    provider = LimitedProvider(SafetyServer(lambda _case: 0.0), latency=0.05, max_concurrent=3)
+    """20 case runs x 3 samples of `safety_v1` against a provider that holds 3 calls at once for 0.1 s and
+    refuses the rest with a 0.1 s `retryDelay`; 2 attempts per call, a judge cap of 16. Before (`adaptive`
+    false), the limit was a fixed 16 (no latency cut either, which on a loaded machine could spare the storm)."""
+    provider = LimitedProvider(SafetyServer(lambda _case: 0.0), latency=0.1, max_concurrent=3)
     server.respond_with(provider)
     policy = RetryPolicy(attempts=2, initial_delay=0.01, max_delay=0.02)
     stats_judges: list[ClientJudge] = []
@@ -290,9 +291,15 @@ def scored_against_a_storm(
     options = {"num_samples": 3, "parallelism_limit": 3}
     config = EvalConfig.model_validate({"criteria": {"safety_v1": {"threshold": 0.5, "judge_model_options": options}}})
     [(eval_metric, spec)] = REGISTRY.resolve(config)
+
+    async def scored() -> list[Any]:
+        if not adaptive:
+            use_judge_limiter(AdaptiveLimit(16, initial=16, floor=16, pacing=False))
+        return await score_criterion(spec, eval_metric, case_runs(20))
+
     previous = set_judge_factory(make)
     try:
-        results = asyncio.run(score_criterion(spec, eval_metric, case_runs(20)))
+        results = asyncio.run(scored())
     finally:
         set_judge_factory(previous)
         provider.stop()

@@ -10,6 +10,15 @@ the `retry-after-ms` header (OpenAI), the `Retry-After` header in seconds or as 
 
 The judge client (`agent_eval.metrics.judged.client`) cuts its adaptive limit on a signal
 (`agent_eval.runtime.adaptive`) and waits the provider's delay instead of its own backoff.
+
+An agent's exception (`rate_limit_of`) is rate limited when it, or an exception it was raised from (`raise ...
+from`, the exception it was handled in, the members of an exception group), carries HTTP status 429 or the
+gRPC status `RESOURCE_EXHAUSTED`, on `code`, `status_code`, `status` or `response.status_code`: the error of an
+in-process agent's own model call (`google.genai.errors.ClientError`, ADK's subclass of it, an httpx
+`HTTPStatusError`) or our HTTP agent's `TransientAgentError`. Its delay is the exception's `retry_after`
+attribute when set, else read as above from its JSON (`details`, Google's error body, or an httpx error's
+response) and its response's headers. An overload (503) is no rate limit there: an agent's own server answering
+503 is more often down than busy, and is retried as any transient error.
 """
 
 from __future__ import annotations
@@ -20,9 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from google.genai import errors as genai_errors
+if TYPE_CHECKING:
+    from google.genai import errors as genai_errors
 
 __all__ = [
     "RETRY_INFO_TYPE",
@@ -31,6 +41,7 @@ __all__ = [
     "parse_duration",
     "parse_retry_after",
     "provider_signal",
+    "rate_limit_of",
 ]
 
 RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
@@ -80,6 +91,55 @@ def genai_signal(error: genai_errors.APIError) -> ProviderSignal | None:
     """The signal in a google-genai API error: its code, its JSON (`details`) and its HTTP answer's headers."""
     headers = getattr(getattr(error, "response", None), "headers", None)
     return provider_signal(error.code, error.details, headers if isinstance(headers, Mapping) else None)
+
+
+def rate_limit_of(error: BaseException) -> ProviderSignal | None:
+    """The rate-limit signal of an agent's exception, found on it or on the exceptions behind it (module
+    docstring): the first that gives a delay, else the first without one; `None` when none is rate limited."""
+    signals = [signal for found in _exceptions_behind(error) if (signal := _own_rate_limit(found)) is not None]
+    return next((signal for signal in signals if signal.retry_after is not None), next(iter(signals), None))
+
+
+def _exceptions_behind(error: BaseException) -> list[BaseException]:
+    """`error`, then its cause or context, and the members of exception groups, each once, depth first."""
+    seen: list[BaseException] = []
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if any(current is known for known in seen):
+            continue
+        seen.append(current)
+        inner = list(current.exceptions) if isinstance(current, BaseExceptionGroup) else []
+        behind = [e for e in (current.__cause__, current.__context__) if e is not None]
+        pending.extend(reversed(inner + behind))
+    return seen
+
+
+def _own_rate_limit(error: BaseException) -> ProviderSignal | None:
+    response = getattr(error, "response", None)
+    codes = [getattr(error, name, None) for name in ("code", "status_code", "status")]
+    codes.append(getattr(response, "status_code", None))
+    if 429 not in codes and not _RATE_LIMITED_STATUSES.intersection(c for c in codes if isinstance(c, str)):
+        return None
+    body = getattr(error, "details", None)
+    if not isinstance(body, Mapping):
+        body = _json_of(response)
+    headers = getattr(response, "headers", None)
+    signal = provider_signal(429, body, headers if isinstance(headers, Mapping) else None)
+    if signal is None:  # OpenAI's insufficient_quota: no credit left, waiting does not help
+        return None
+    explicit = getattr(error, "retry_after", None)
+    if isinstance(explicit, (int, float)) and not isinstance(explicit, bool):
+        return ProviderSignal("rate limited", float(explicit))
+    return ProviderSignal("rate limited", signal.retry_after)
+
+
+def _json_of(response: Any) -> Any:
+    """The JSON of an HTTP response already read (an httpx `Response`), else `None`."""
+    try:
+        return response.json() if response is not None and callable(getattr(response, "json", None)) else None
+    except Exception:  # not JSON, not read, or not an HTTP response at all
+        return None
 
 
 def parse_duration(text: Any) -> float | None:
