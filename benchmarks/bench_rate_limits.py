@@ -16,7 +16,8 @@ and, past its limit, answers Gemini's 429 `RESOURCE_EXHAUSTED` with a `RetryInfo
 The judged run scores each case run's samples at once (`parallelism_limit` = samples), so that a case run's
 samples do not queue behind each other at the end. Each scenario runs, in the same run of the script: the
 adaptive limit (`AGENT_EVAL_JUDGE_CONCURRENCY=--ceiling`, default 64, as the user's cap; the limit starts at its
-default, 16), and the client as it was before (`_Today`) at a fixed concurrency
+default, 16), the same for the next run, which starts where the first settled (as the flow does from the store,
+issue 32 item 4), and the client as it was before (`_Today`) at a fixed concurrency
 (`--fixed`, default 4 and 64; the slow scenario also 8, the default cap): a fixed `AdaptiveLimit` (floor =
 start = ceiling, no pacing), and a 429 spends one of ADK's 7 attempts, waited 5 s doubling up to 120 s whatever the
 provider asked (the signal is stripped before the client sees it), as before issue 32. Every variant has
@@ -52,7 +53,12 @@ sys.path.insert(0, str(REPO))
 from agent_eval.metrics.judged.backends import GeminiBackend, TransientJudgeError  # noqa: E402
 from agent_eval.metrics.judged.base import JudgeRequest  # noqa: E402
 from agent_eval.metrics.judged.client import ClientJudge, close_judge_clients  # noqa: E402
-from agent_eval.metrics.judged.policy import RetryPolicy, judge_totals, use_judge_limiter  # noqa: E402
+from agent_eval.metrics.judged.policy import (  # noqa: E402
+    RetryPolicy,
+    judge_totals,
+    start_judge_limiter_at,
+    use_judge_limiter,
+)
 from agent_eval.metrics.judged.voting import set_judge_factory  # noqa: E402
 from agent_eval.metrics.registry import REGISTRY  # noqa: E402
 from agent_eval.metrics.scoring import score_criterion  # noqa: E402
@@ -65,11 +71,13 @@ from tests.fakes.limited_gemini import LimitedProvider  # noqa: E402
 
 @dataclass(frozen=True)
 class Variant:
-    """How the judge is run: adaptive under `ceiling`, or today's client at a fixed `ceiling`."""
+    """How the judge is run: adaptive under `ceiling` (from `initial`, where an earlier run settled, when given),
+    or today's client at a fixed `ceiling`."""
 
     name: str
     ceiling: int
     adaptive: bool
+    initial: int | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,7 @@ def run_variant(
         if not variant.adaptive:
             fixed = AdaptiveLimit(variant.ceiling, initial=variant.ceiling, floor=variant.ceiling, pacing=False)
             use_judge_limiter(fixed)
+        start_judge_limiter_at(variant.initial)  # what the flow does with the last run's settled value
         started = time.perf_counter()
         try:
             results = await score_criterion(spec, eval_metric, runs)
@@ -220,6 +229,9 @@ def main() -> int:
         variants += [Variant(f"fixed {n} (before)", n, adaptive=False) for n in fixed]
         for variant in variants:
             outcome = run_variant(variant, provider(), runs, args.samples, args.scale)
+            if variant.adaptive and variant.initial is None and outcome.settled:
+                next_run = f"adaptive, next run (starts at {outcome.settled})"
+                variants.insert(1, Variant(next_run, args.ceiling, adaptive=True, initial=outcome.settled))
             settled = "" if outcome.settled is None else str(outcome.settled)
             largest = "" if outcome.largest is None else str(outcome.largest)
             print(
