@@ -12,7 +12,7 @@ The judge client (`agent_eval.metrics.judged.client`) cuts its adaptive limit on
 (`agent_eval.runtime.adaptive`) and waits the provider's delay instead of its own backoff.
 
 An agent's exception (`rate_limit_of`) is rate limited when it, or an exception it was raised from (`raise ...
-from`, the exception it was handled in, the members of an exception group), carries HTTP status 429 or the
+from`; the members of an exception group), carries HTTP status 429 or the
 gRPC status `RESOURCE_EXHAUSTED`, on `code`, `status_code`, `status` or `response.status_code`: the error of an
 in-process agent's own model call (`google.genai.errors.ClientError`, ADK's subclass of it, an httpx
 `HTTPStatusError`) or our HTTP agent's `TransientAgentError`. Its delay is the exception's `retry_after`
@@ -101,7 +101,9 @@ def rate_limit_of(error: BaseException) -> ProviderSignal | None:
 
 
 def _exceptions_behind(error: BaseException) -> list[BaseException]:
-    """`error`, then its cause or context, and the members of exception groups, each once, depth first."""
+    """`error`, then its explicit cause (never the exception it was merely raised while handling: an agent that
+    handled a 429 and then failed otherwise failed for its own reason) and the members of exception groups, each
+    once, depth first."""
     seen: list[BaseException] = []
     pending = [error]
     while pending:
@@ -110,7 +112,7 @@ def _exceptions_behind(error: BaseException) -> list[BaseException]:
             continue
         seen.append(current)
         inner = list(current.exceptions) if isinstance(current, BaseExceptionGroup) else []
-        behind = [e for e in (current.__cause__, current.__context__) if e is not None]
+        behind = [current.__cause__] if current.__cause__ is not None else []
         pending.extend(reversed(inner + behind))
     return seen
 
