@@ -156,8 +156,14 @@ def _in_flow_order(cases: list[CaseResult], eval_set_ids: list[str], eval_sets: 
     )
 
 
+_SUMMARISED = (RunStatus.COMPLETED, RunStatus.ERRORED, RunStatus.STOPPED)
+"""The statuses of a run that ended by writing its report, summary included (with what only the run counted:
+the judges' and the limits' figures, the cost); a crashed or cancelled run's summary is counted again from its
+case runs."""
+
+
 def _report(run: RunRead, cases: Sequence[CaseResult]) -> RunReport:
-    completed = run.status == RunStatus.COMPLETED and run.summary
+    summarised = run.status in _SUMMARISED and run.summary
     return RunReport(
         run_id=run.id,
         eval_set_ids=run.eval_set_ids,
@@ -171,7 +177,7 @@ def _report(run: RunRead, cases: Sequence[CaseResult]) -> RunReport:
         flow_run_id=run.flow_run_id,
         source_run_id=run.source_run_id,
         cases=list(cases),
-        summary=RunSummary.model_validate(run.summary) if completed else summarize(cases),
+        summary=RunSummary.model_validate(run.summary) if summarised else summarize(cases),
         regression=run.regression,
         status=run.status,
         error=run.error,
