@@ -22,7 +22,7 @@ Kinds (`error_kind_of`, stored as `AgentRun.error_kind`):
 - `"rate_limit"`: HTTP 429 or `RESOURCE_EXHAUSTED` on the error or behind it (`agent_eval.runtime.ratelimit`):
   the agent's server or its own model call asked for fewer calls; the flow retries such a case run after the
   delay asked for, however many times, until a deadline, and lowers the case concurrency
-  (`agent_eval.flows.invoke`), instead of spending the task's retries;
+  (`agent_eval.flows.case_limit`), instead of spending the task's retries;
 - `"transport"`: the agent could not be reached or talked to: everything `is_transient` retries (after the
   retries ran out), and TLS errors, DNS failures and HTTP 401 / 403 (or gRPC `UNAUTHENTICATED` /
   `PERMISSION_DENIED`), on the error or on its explicit cause (`raise ... from error`);

@@ -19,7 +19,7 @@ References (see `resolve_http_agent`):
 
 Errors: timeouts (`request_timeout`, 120 s by default), lost connections and HTTP 408 / 429 / 5xx are
 `TransientAgentError`s (with the `status_code`, and for a 429 the delay its `Retry-After` or Gemini-style
-`RetryInfo` asked for), retried by the flow (a 429 as a rate limit: `agent_eval.flows.invoke`); any other HTTP
+`RetryInfo` asked for), retried by the flow (a 429 as a rate limit: `agent_eval.flows.case_limit`); any other HTTP
 status raises
 `AgentHttpError` (with its `status_code`: a 401 / 403 is recorded as a transport failure, a 400 / 404 / 422
 as the agent's), and an unreadable answer fails the case run. URLs in messages are shown without

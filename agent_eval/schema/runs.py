@@ -115,7 +115,7 @@ ErrorKind = Literal["agent", "transport", "timeout", "budget", "rate_limit"]
 """Why a case run failed: the agent's own error (a bug, a refusal, a 400), the agent could not be reached
 (connection refused, DNS, TLS, 5xx after the retries, 401/403), or a turn ran out of time; `rate_limit`: the
 agent or its own model call was answered 429 / `RESOURCE_EXHAUSTED` until the retry deadline
-(`agent_eval.flows.invoke`); `budget`: it never started, the run's budget was reached
+(`agent_eval.flows.case_limit`); `budget`: it never started, the run's budget was reached
 (`agent_eval.results.budget`). Neither of the last two is the agent's failure."""
 
 

@@ -86,7 +86,7 @@ def invocation_cache_key(_context: TaskRunContext, parameters: dict[str, Any]) -
 
 def _retry_if_transient(_task: Task[..., Any], _task_run: TaskRun, state: State[Any]) -> bool:
     """Retry timeouts, 5xx and lost connections; never the agent's own failures, nor a rate limit (the invoke
-    stage retries that after the provider's delay, with fewer case runs at once: `agent_eval.flows.invoke`)."""
+    stage retries that after the provider's delay, with fewer case runs at once: `agent_eval.flows.case_limit`)."""
     # The engine calls this synchronously even for async tasks, where `result` would return a coroutine.
     error = state.result(raise_on_failure=False, _sync=True)  # type: ignore[call-overload]
     if not isinstance(error, BaseException) or isinstance(error, AgentFailure):
