@@ -23,6 +23,7 @@ from agent_eval.runtime.progress import (
     uninstall_progress,
 )
 from agent_eval.settings import DEFAULT_PROGRESS_INTERVAL_SECONDS
+from tests.fakes.clock import FakeClock
 from tests.flows.helpers import write_echo_set
 
 UI = "http://127.0.0.1:4200/runs/flow-run/0b1c"
@@ -46,16 +47,6 @@ class BrokenStream(io.StringIO):
 
     def isatty(self) -> bool:
         raise ValueError("I/O operation on closed file")
-
-
-class FakeClock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(autouse=True)

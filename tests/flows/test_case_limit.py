@@ -14,27 +14,12 @@ from agent_eval.flows.case_limit import RATE_LIMIT_DEADLINE, CaseRunLimit, retry
 from agent_eval.plan.eval_plan import CaseRunKey
 from agent_eval.schema import AgentRun, EvalCase
 from agent_eval.tasks import INVOKE_RETRIES, run_of_outcome
+from tests.fakes.clock import FakeClock
 
 T = TypeVar("T")
 
 LIMITED = "TransientAgentError: HTTP 429 Too Many Requests"
 """The error a rate-limited try records (`run_of_outcome` of the HTTP agent's 429)."""
-
-
-class Clock:
-    """A fake monotonic clock, and a sleep that moves it, records the wait and yields once to the loop."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 def key(eval_id: str) -> CaseRunKey:
@@ -79,8 +64,8 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
 
 
-def case_limit(ceiling: int = 8, initial: int | None = None) -> tuple[CaseRunLimit, Clock]:
-    clock = Clock()
+def case_limit(ceiling: int = 8, initial: int | None = None) -> tuple[CaseRunLimit, FakeClock]:
+    clock = FakeClock()
     return CaseRunLimit(ceiling, initial=initial, clock=clock, sleep=clock.sleep), clock
 
 

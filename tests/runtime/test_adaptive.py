@@ -10,24 +10,9 @@ from typing import Any, TypeVar
 import pytest
 
 from agent_eval.runtime.adaptive import DEFAULT_START, AdaptiveLimit, Slot
+from tests.fakes.clock import FakeClock
 
 T = TypeVar("T")
-
-
-class Clock:
-    """A fake monotonic clock, and a sleep that moves it (and yields once to the loop)."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 class InFlight:
@@ -48,19 +33,19 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
 
 
-def limiter(ceiling: int = 64, clock: Clock | None = None, **options: Any) -> AdaptiveLimit:
-    clock = clock or Clock()
+def limiter(ceiling: int = 64, clock: FakeClock | None = None, **options: Any) -> AdaptiveLimit:
+    clock = clock or FakeClock()
     return AdaptiveLimit(ceiling, clock=clock, sleep=clock.sleep, **options)
 
 
-async def round_of(limit: AdaptiveLimit, count: int, clock: Clock, latency: float = 1.0) -> list[Slot]:
+async def round_of(limit: AdaptiveLimit, count: int, clock: FakeClock, latency: float = 1.0) -> list[Slot]:
     """`count` slots taken at once, answered together `latency` seconds later (released by the caller)."""
     slots = [await limit.acquire() for _ in range(count)]
     clock.now += latency
     return slots
 
 
-async def answered_rounds(limit: AdaptiveLimit, clock: Clock, rounds: int, latency: float = 1.0) -> list[int]:
+async def answered_rounds(limit: AdaptiveLimit, clock: FakeClock, rounds: int, latency: float = 1.0) -> list[int]:
     """`rounds` rounds of calls by a client that always has more to send: each answer is followed at once by as
     many new calls as the limit allows; every call is answered `latency` seconds after it left. The limit after
     each round."""
@@ -133,7 +118,7 @@ def test_invalid_bounds_are_rejected() -> None:
 
 # ------------------------------------------------------------------------------------------------ growth
 def test_slow_start_doubles_the_limit_per_round() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock, initial=4)
 
     assert run(answered_rounds(limit, clock, 4)) == [8, 16, 32, 64]
@@ -141,7 +126,7 @@ def test_slow_start_doubles_the_limit_per_round() -> None:
 
 
 def test_after_a_cut_the_limit_grows_by_one_per_round() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock, initial=32, pacing=False)  # pacing: see below
 
     async def scenario() -> tuple[int, list[int]]:
@@ -161,7 +146,7 @@ def test_after_a_cut_the_limit_grows_by_one_per_round() -> None:
 
 
 def test_a_limit_that_is_not_used_does_not_grow() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock)
 
     async def sequential() -> None:
@@ -176,7 +161,7 @@ def test_a_limit_that_is_not_used_does_not_grow() -> None:
 
 # ----------------------------------------------------------------------------------------------- refusals
 def test_refusals_of_calls_sent_together_cut_once_and_a_few_cut_nothing() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock, initial=20)
 
     async def scenario() -> list[int]:
@@ -197,7 +182,7 @@ def test_refusals_of_calls_sent_together_cut_once_and_a_few_cut_nothing() -> Non
 
 
 def test_the_next_round_of_refusals_cuts_again() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock, initial=20)
 
     async def scenario() -> tuple[int, int]:
@@ -278,7 +263,7 @@ def test_a_cancelled_wait_hands_its_slot_on() -> None:
 
 # ------------------------------------------------------------------------------------------------ latency
 def test_latency_growth_cuts_by_a_tenth_and_steady_latency_does_not() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(10, clock, initial=10)
 
     async def calls(count: int, latency: float) -> list[int]:
@@ -300,7 +285,7 @@ def test_latency_growth_cuts_by_a_tenth_and_steady_latency_does_not() -> None:
 
 
 def test_a_slow_but_steady_provider_lets_the_limit_reach_the_ceiling() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock)
 
     seen = run(answered_rounds(limit, clock, 4, latency=1.5))
@@ -310,7 +295,7 @@ def test_a_slow_but_steady_provider_lets_the_limit_reach_the_ceiling() -> None:
 
 # ------------------------------------------------------------------------------------------------ pacing
 def test_starts_are_paced_only_after_a_refusal() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(10, clock, initial=10)
 
     async def scenario() -> tuple[list[float], list[float]]:
@@ -334,7 +319,7 @@ def test_starts_are_paced_only_after_a_refusal() -> None:
 
 
 def test_settled_is_the_median_of_the_last_values() -> None:
-    clock = Clock()
+    clock = FakeClock()
     limit = limiter(64, clock, initial=4)
 
     run(answered_rounds(limit, clock, 5))
