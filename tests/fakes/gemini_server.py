@@ -39,7 +39,7 @@ import pytest
 from google import genai
 from google.genai import types
 
-from tests.fakes.listening import FakeHTTPServer
+from tests.fakes.listening import FakeHTTPServer, send_reply
 
 __all__ = [
     "CREDENTIAL_VARIABLES",
@@ -222,23 +222,7 @@ def _handler_class(server: FakeGeminiServer) -> type[BaseHTTPRequestHandler]:
 
 
 def _send(handler: BaseHTTPRequestHandler, reply: FakeReply) -> None:
-    payload = _encode(reply.body)
-    try:
-        handler.send_response(reply.status)
-        handler.send_header("Content-Type", "application/json; charset=UTF-8")
-        handler.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers:
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(payload)
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the client gave up (a timeout test): nothing to answer
-
-
-def _encode(body: Any) -> bytes:
-    if isinstance(body, bytes):
-        return body
-    return body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    send_reply(handler, reply.status, reply.body, reply.headers, content_type="application/json; charset=UTF-8")
 
 
 def _parse_json(raw: bytes) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.gemini_server import FakeReply, RecordedRequest, Reply, slow
-from tests.fakes.listening import FakeHTTPServer
+from tests.fakes.listening import FakeHTTPServer, send_reply
 
 __all__ = ["FakeOpenAIServer", "FakeReply", "chat_reply", "error_reply", "fake_openai", "slow"]
 
@@ -143,18 +143,7 @@ def _handler_class(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 
 def _send(handler: BaseHTTPRequestHandler, reply: FakeReply) -> None:
-    body = reply.body
-    payload = body if isinstance(body, bytes) else (body if isinstance(body, str) else json.dumps(body)).encode()
-    try:
-        handler.send_response(reply.status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers:
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(payload)
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the client gave up (a timeout test)
+    send_reply(handler, reply.status, reply.body, reply.headers)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import pickle
 import threading
 from collections.abc import Iterator
@@ -33,7 +32,7 @@ from agent_eval.schema import AgentRun, EvalCase
 from agent_eval.tasks import INVOKE_RETRIES, run_of_outcome
 from tests.fakes.gemini_server import FakeGeminiServer, FakeReply
 from tests.fakes.limited_gemini import RETRY_INFO, overloaded_reply, rate_limited_reply
-from tests.fakes.listening import FakeHTTPServer
+from tests.fakes.listening import FakeHTTPServer, send_reply
 
 MODEL = "gemini-2.5-flash"
 NO_CREDIT = {
@@ -96,14 +95,7 @@ def answering(answer: Answer) -> Iterator[str]:
             length = int(self.headers.get("Content-Length") or 0)
             if length:
                 self.rfile.read(length)
-            data = json.dumps(answer.body).encode()
-            self.send_response(answer.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in answer.headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            send_reply(self, answer.status, answer.body, answer.headers)
 
         do_GET = do_POST = _serve  # noqa: N815 (the names http.server dispatches to)
 
