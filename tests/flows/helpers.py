@@ -1,5 +1,6 @@
 """Helpers of the flow tests: small eval sets (one invocation per case, expected = what `echo_agent` does), a
-workstation environment for `agent-eval` processes, and `agent-eval` run in this process."""
+workstation environment for `agent-eval` processes, `agent-eval` run in this process, and an evaluation of an
+in-process agent whose model is a rate-limited fake Gemini server."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from typing import Any
 
 import pytest
 
+from agent_eval import evaluate
 from agent_eval.cli import main
+from agent_eval.results.model import RunReport
+from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer, text_reply
+from tests.fakes.limited_gemini import LimitedProvider
 
 
 def echo_case(eval_id: str, message: str) -> dict[str, Any]:
@@ -75,3 +80,37 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err, captured.err
     return code, captured.out, captured.err
+
+
+def evaluate_with_a_limited_model(
+    agent: str,
+    *,
+    cases: int,
+    limit: int,
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_gemini: FakeGeminiServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[RunReport, LimitedProvider]:
+    """`cases` echo cases of the in-process `agent` (a reference) evaluated at `max_concurrency=16` on
+    `response_match_score`, its model the fake Gemini server (through google-genai: `GOOGLE_GEMINI_BASE_URL`),
+    which answers "answer: <question>" in 50 ms to `limit` calls at once and 429 `RESOURCE_EXHAUSTED` with a
+    `RetryInfo` of 50 ms past that; returns the report and the provider, stopped."""
+    monkeypatch.setenv("GOOGLE_API_KEY", FAKE_API_KEY)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_gemini.base_url)
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "false")
+    provider = LimitedProvider(_echo_model, latency=0.05, max_concurrent=limit, retry_delay=0.05)
+    fake_gemini.respond_with(provider)
+    eval_file, _ = write_echo_set(tmp_path, [f"case{i:02d}" for i in range(cases)])
+    criteria = tmp_path / "test_config.json"
+    criteria.write_text('{"criteria": {"response_match_score": 0.8}}')
+    try:
+        report = evaluate(eval_file, agent=agent, db_url=sqlite_url, max_concurrency=16, config=criteria)
+    finally:
+        provider.stop()
+    return report, provider
+
+
+def _echo_model(body: Any) -> Any:
+    """The agent's model: the echo of the conversation's last text, as `write_echo_set`'s cases expect."""
+    return text_reply(f"answer: {body['contents'][-1]['parts'][0]['text']}")

@@ -14,14 +14,13 @@ from typing import Any
 
 import pytest
 
-from agent_eval import evaluate
 from agent_eval.agents.genai_agent import GenaiAgent
 from agent_eval.flows import case_limit
 from agent_eval.store import get_engine, list_runs, load_report, settled_limits
 from tests.agents.http_servers import serve
-from tests.fakes.gemini_server import FAKE_API_KEY, FakeGeminiServer, text_reply
-from tests.fakes.limited_gemini import RETRY_INFO, LimitedProvider
-from tests.flows.helpers import cli, write_echo_set
+from tests.fakes.gemini_server import FakeGeminiServer
+from tests.fakes.limited_gemini import RETRY_INFO
+from tests.flows.helpers import cli, evaluate_with_a_limited_model, write_echo_set
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_server", "quiet_cli_env")]
 
@@ -126,26 +125,18 @@ AGENT = "tests.flows.test_agent_rate_limits:agent"
 agent = GenaiAgent(model="agent-model", instruction="Answer with 'answer: ' and the question.", name="limited")
 
 
-def _echo_model(body: Any) -> Any:
-    question = body["contents"][-1]["parts"][0]["text"]
-    return text_reply(f"answer: {question}")
-
-
 def test_a_genai_agent_whose_model_is_limited_completes_every_case_and_the_next_run_starts_where_it_settled(
     tmp_path: Path, sqlite_url: str, fake_gemini: FakeGeminiServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GOOGLE_API_KEY", FAKE_API_KEY)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake_gemini.base_url)
-    provider = LimitedProvider(_echo_model, latency=0.05, max_concurrent=LIMIT, retry_delay=0.05)
-    fake_gemini.respond_with(provider)
-    eval_file, _ = write_echo_set(tmp_path, [f"case{i:02d}" for i in range(CASES)])
-    criteria = tmp_path / "test_config.json"
-    criteria.write_text('{"criteria": {"response_match_score": 0.8}}')
-
-    try:
-        report = evaluate(eval_file, agent=AGENT, db_url=sqlite_url, max_concurrency=16, config=criteria)
-    finally:
-        provider.stop()
+    report, provider = evaluate_with_a_limited_model(
+        AGENT,
+        cases=CASES,
+        limit=LIMIT,
+        tmp_path=tmp_path,
+        sqlite_url=sqlite_url,
+        fake_gemini=fake_gemini,
+        monkeypatch=monkeypatch,
+    )
 
     assert provider.most_in_flight <= LIMIT and provider.refused > 0 and provider.answered == CASES
     assert report.summary.passed == CASES
