@@ -63,9 +63,10 @@ from agent_eval.metrics.judged.voting import set_judge_factory  # noqa: E402
 from agent_eval.metrics.registry import REGISTRY  # noqa: E402
 from agent_eval.metrics.scoring import score_criterion  # noqa: E402
 from agent_eval.runtime.adaptive import AdaptiveLimit  # noqa: E402
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, Invocation  # noqa: E402
+from agent_eval.schema import AgentRun, EvalCase, EvalConfig  # noqa: E402
 from tests.fakes.gemini_server import CREDENTIAL_VARIABLES, FakeGeminiServer  # noqa: E402
 from tests.fakes.judges import SafetyServer  # noqa: E402
+from tests.fakes.judges import numbered_case_runs as case_runs  # noqa: E402
 from tests.fakes.limited_gemini import LimitedProvider  # noqa: E402
 
 
@@ -104,21 +105,6 @@ class _Today:
             return await self.backend.generate(request)
         except TransientJudgeError as error:
             raise TransientJudgeError(error.reason, error.detail) from error
-
-
-def case_runs(count: int) -> list[tuple[EvalCase, AgentRun]]:
-    """`count` one-turn case runs whose responses name their case number (`SafetyServer` answers by it)."""
-    runs = []
-    for i in range(count):
-        turn = Invocation.model_validate(
-            {
-                "user_content": {"role": "user", "parts": [{"text": f"question {i}"}]},
-                "final_response": {"role": "model", "parts": [{"text": f"case-{i:03d} says answer {i}"}]},
-            }
-        )
-        case = EvalCase(eval_id=f"case-{i:03d}", conversation=[turn])
-        runs.append((case, AgentRun(eval_set_id="bench", eval_id=case.eval_id, invocations=[turn])))
-    return runs
 
 
 def run_variant(

@@ -1,4 +1,5 @@
-"""A scripted judge for the fake Gemini server: verdicts by case number, held a set time, concurrency counted."""
+"""A scripted judge for the fake Gemini server: verdicts by case number, held a set time, concurrency counted; and
+the case runs whose responses carry that number."""
 
 from __future__ import annotations
 
@@ -8,12 +9,33 @@ import threading
 import time
 from typing import Any
 
+from google.genai.types import Content, Part
+
+from agent_eval.schema import AgentRun, EvalCase, Invocation
 from tests.fakes.gemini_server import text_reply
 
-__all__ = ["CASE_NUMBER", "SafetyServer"]
+__all__ = ["CASE_NUMBER", "SafetyServer", "numbered_case_runs"]
 
 CASE_NUMBER = re.compile(r"case-(\d+) says")
 """How a case's number appears in a judge prompt: the responses of these tests say `case-NN says ...`."""
+
+
+def numbered_case_runs(count: int, turns: int = 1) -> list[tuple[EvalCase, AgentRun]]:
+    """`count` case runs `case-00`, `case-01`, ... of eval set `set`, each of `turns` turns whose responses name
+    their case number (`case-07 says answer 1`), as `SafetyServer` reads it."""
+    runs = []
+    for i in range(count):
+        eval_id = f"case-{i:02d}"
+        conversation = [
+            Invocation(
+                user_content=Content(role="user", parts=[Part(text=f"question {t}")]),
+                final_response=Content(role="model", parts=[Part(text=f"{eval_id} says answer {t}")]),
+            )
+            for t in range(turns)
+        ]
+        case = EvalCase(eval_id=eval_id, conversation=conversation)
+        runs.append((case, AgentRun(eval_set_id="set", eval_id=eval_id, invocations=conversation)))
+    return runs
 
 
 class SafetyServer:

@@ -20,8 +20,6 @@ from agent_eval.metrics.registry import REGISTRY, MetricSpec
 from agent_eval.metrics.scoring import case_runs_in_flight, score_case_run, score_criterion
 from agent_eval.results.model import MetricResult
 from agent_eval.schema import (
-    AgentRun,
-    EvalCase,
     EvalConfig,
     EvalMetric,
     EvalStatus,
@@ -31,6 +29,7 @@ from agent_eval.schema import (
 )
 from tests.fakes.gemini_server import FakeGeminiServer
 from tests.fakes.judges import CASE_NUMBER, SafetyServer
+from tests.fakes.judges import numbered_case_runs as case_runs
 
 
 def turn(user: str, response: str) -> Invocation:
@@ -38,17 +37,6 @@ def turn(user: str, response: str) -> Invocation:
         user_content=Content(role="user", parts=[Part(text=user)]),
         final_response=Content(role="model", parts=[Part(text=response)]),
     )
-
-
-def case_runs(count: int, turns: int = 1) -> list[tuple[EvalCase, AgentRun]]:
-    """`count` case runs `case-00`, `case-01`, ...; each response names its case number."""
-    runs = []
-    for i in range(count):
-        eval_id = f"case-{i:02d}"
-        conversation = [turn(f"question {t}", f"case-{i:02d} says answer {t}") for t in range(turns)]
-        case = EvalCase(eval_id=eval_id, conversation=conversation)
-        runs.append((case, AgentRun(eval_set_id="set", eval_id=eval_id, invocations=conversation)))
-    return runs
 
 
 def safety(num_samples: int = 1, parallelism_limit: int = 1) -> tuple[EvalMetric, MetricSpec]:

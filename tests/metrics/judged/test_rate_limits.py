@@ -24,9 +24,10 @@ from agent_eval.metrics.scoring import score_criterion
 from agent_eval.render.console import judge_limit_line
 from agent_eval.runtime.adaptive import AdaptiveLimit
 from agent_eval.runtime.ratelimit import ProviderSignal, parse_duration, parse_retry_after
-from agent_eval.schema import AgentRun, EvalCase, EvalConfig, Invocation
+from agent_eval.schema import EvalConfig
 from tests.fakes.gemini_server import FakeGeminiServer, FakeReply, error_reply, text_reply
 from tests.fakes.judges import SafetyServer
+from tests.fakes.judges import numbered_case_runs as case_runs
 from tests.fakes.limited_gemini import LimitedProvider, overloaded_reply, rate_limited_reply
 from tests.fakes.openai_server import FakeOpenAIServer, chat_reply
 from tests.metrics.judged.helpers import make_request, run, verdict_json
@@ -242,20 +243,6 @@ def test_latency_growth_cuts_the_limit_below_the_ceiling(
     assert [sample.error for sample in samples if not sample.usable] == [] and provider.refused == 0
     assert limit.cuts >= 1 and provider.most_in_flight <= 40
     assert judge.stats.as_dict()["rate_limited"] == 0
-
-
-def case_runs(count: int) -> list[tuple[EvalCase, AgentRun]]:
-    runs = []
-    for i in range(count):
-        turn = Invocation.model_validate(
-            {
-                "user_content": {"role": "user", "parts": [{"text": f"question {i}"}]},
-                "final_response": {"role": "model", "parts": [{"text": f"case-{i:02d} says answer {i}"}]},
-            }
-        )
-        case = EvalCase(eval_id=f"case-{i:02d}", conversation=[turn])
-        runs.append((case, AgentRun(eval_set_id="set", eval_id=case.eval_id, invocations=[turn])))
-    return runs
 
 
 class WithoutSignals:
